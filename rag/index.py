@@ -1,0 +1,290 @@
+"""Index: papers -> chunks -> embeddings -> Chroma, kept in step with the files by stable ids and content hashes.
+
+Two Chroma collections, both given their vectors (Chroma's own embedding function, which downloads a model,
+is never attached):
+- `<collection>`: chunks of "title + abstract" made by llama-index's `SentenceSplitter` (~200 tokens, so the
+  256-token embedder never truncates one), written through llama-index's `ChromaVectorStore`;
+  ids `<paper_id>#<n>`, metadata `paper_id`, `title`, `decision`, `chunk`.
+- `<collection>-papers`: one record per paper: the whole abstract, every field, its content hash, and the
+  normalized mean of its chunk vectors as a whole-paper vector. A paper's record is written after its chunks,
+  so its presence marks the paper as complete.
+
+Upserts are idempotent: unchanged papers (same id, same hash) cost nothing, changed ones have their chunks
+replaced, and papers that vanished from a re-ingested file are removed (an edited untitled abstract, whose id
+is the hash of its text, counts as an update of the paper at the same file position).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.schema import Document, MetadataMode, TextNode
+from llama_index.vector_stores.chroma import ChromaVectorStore
+
+from rag.config import ConfigError, Settings
+from rag.embeddings import Embedder
+from rag.ingest import Paper, first_sentence
+
+INGEST_BATCH = 64  # papers embedded and committed together
+_IN_LIMIT = 500  # ids per Chroma `$in` filter
+
+
+class StoreError(RuntimeError):
+    """The store cannot be opened or used; the message says what to do."""
+
+
+@dataclass
+class IngestStats:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: int = 0
+    embedded_chunks: int = 0
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        return (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
+                f"removed {self.removed}, skipped {self.skipped} "
+                f"({self.embedded_chunks} chunks embedded in {self.seconds:.1f} s)")
+
+
+@dataclass(frozen=True)
+class StoredPaper:
+    """A paper as the store holds it: what retrieval and answers show."""
+
+    paper_id: str
+    abstract: str
+    title: str
+    label: str
+    authors: tuple[str, ...]
+    decision: str
+    venue: str
+    url: str
+    year: int | None
+    source: str
+    content_hash: str
+
+    @property
+    def search_text(self) -> str:
+        return f"{self.title}\n{self.abstract}" if self.title else self.abstract
+
+
+def open_client(settings: Settings) -> Any:
+    """A Chroma client for the data dir, with telemetry off."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    try:
+        settings.chroma_path.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(settings.chroma_path),
+                                         settings=ChromaSettings(anonymized_telemetry=False))
+    except PermissionError as exc:
+        raise StoreError(f"cannot write the data dir {settings.data_dir}: {exc.strerror}. "
+                          "Choose another with --data-dir / RAG_DATA_DIR.") from None
+    except Exception as exc:  # chromadb raises many types for a damaged store
+        raise StoreError(f"cannot open the index in {settings.chroma_path}: {' '.join(str(exc).split())[:300]}. "
+                          "If it is damaged, move it away and ingest again.") from None
+
+
+class PaperIndex:
+    """The Chroma side of the app: upsert papers, query chunks, list papers."""
+
+    def __init__(self, settings: Settings, embedder: Embedder, client: Any | None = None) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.client = client or open_client(settings)
+        meta = {"embedder": embedder.identity, "chunk_size": settings.chunk_size}
+        self.chunks = self.client.get_or_create_collection(
+            settings.collection, configuration={"hnsw": {"space": "cosine"}}, metadata=meta,
+            embedding_function=None)
+        self.papers = self.client.get_or_create_collection(
+            settings.collection + "-papers", configuration={"hnsw": {"space": "cosine"}}, metadata=meta,
+            embedding_function=None)
+        built_with = (self.chunks.metadata or {}).get("embedder")
+        if built_with and built_with != embedder.identity:
+            raise ConfigError(
+                f"the index in {settings.data_dir} was built with embedder {built_with!r}, but "
+                f"{embedder.identity!r} is configured. Use the same embedder, or another --data-dir / "
+                "--collection for the new one.")
+        self.vector_store = ChromaVectorStore(chroma_collection=self.chunks)
+        self.splitter = SentenceSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
+
+    # ---- writing -------------------------------------------------------------------------------------
+
+    def upsert(self, papers: list[Paper], files: Iterable[str] = (),
+               progress: Callable[[int, int], None] | None = None) -> IngestStats:
+        """Bring the store in line with `papers` (read from `files`). Returns what changed."""
+        started = time.perf_counter()
+        stats = IngestStats()
+        stored = self._stored_meta([p.paper_id for p in papers])
+        todo: list[Paper] = []
+        moved: list[Paper] = []
+        for paper in papers:
+            old = stored.get(paper.paper_id)
+            if old is None:
+                todo.append(paper)
+                stats.added += 1
+            elif old["hash"] != paper.content_hash:
+                todo.append(paper)
+                stats.updated += 1
+            else:
+                stats.unchanged += 1
+                if (old.get("source"), old.get("position")) != (_source_key(paper.source), paper.position):
+                    moved.append(paper)  # same text from another file or place: new provenance, no re-embedding
+        for part in range(0, len(moved), _IN_LIMIT):
+            batch = moved[part:part + _IN_LIMIT]
+            self.papers.update(ids=[p.paper_id for p in batch],
+                               metadatas=[_paper_meta(p, stored[p.paper_id].get("chunks", 0)) for p in batch])
+
+        # Papers that were ingested from these files before but are no longer in them.
+        incoming = {p.paper_id for p in papers}
+        by_position = {(_source_key(p.source), p.position): p for p in todo if p.paper_id not in stored}
+        stale: list[str] = []
+        for pid, meta in self._papers_from_sources({_source_key(f) for f in files}).items():
+            if pid in incoming:
+                continue
+            stale.append(pid)
+            if (meta.get("source"), meta.get("position")) in by_position:
+                stats.added -= 1  # the same slot of the same file, with new text: an update
+                stats.updated += 1
+            else:
+                stats.removed += 1
+        self._delete(stale)
+
+        done = 0
+        if progress:
+            progress(0, len(todo))
+        for start in range(0, len(todo), INGEST_BATCH):
+            batch = todo[start:start + INGEST_BATCH]
+            self._delete([p.paper_id for p in batch if p.paper_id in stored])
+            stats.embedded_chunks += self._write(batch)
+            done += len(batch)
+            if progress:
+                progress(done, len(todo))
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def _write(self, papers: list[Paper]) -> int:
+        nodes: list[TextNode] = []
+        owners: list[int] = []
+        for i, paper in enumerate(papers):
+            doc = Document(
+                id_=paper.paper_id, text=paper.abstract,
+                metadata={"paper_id": paper.paper_id, "title": paper.title, "decision": paper.decision},
+                excluded_embed_metadata_keys=["paper_id", "decision"],
+                excluded_llm_metadata_keys=["paper_id", "decision"],
+                metadata_template="{value}", metadata_seperator="\n", text_template="{metadata_str}\n\n{content}",
+            )
+            for n, node in enumerate(self.splitter.get_nodes_from_documents([doc])):
+                node.id_ = f"{paper.paper_id}#{n}"
+                node.metadata["chunk"] = n
+                nodes.append(node)
+                owners.append(i)
+        texts = [n.get_content(metadata_mode=MetadataMode.EMBED) if n.metadata.get("title") else n.get_content()
+                 for n in nodes]
+        vectors = self.embedder.embed(texts)
+        for node, vector in zip(nodes, vectors):
+            node.embedding = vector.tolist()
+        if nodes:
+            self.vector_store.add(nodes)
+        owners_arr = np.asarray(owners)
+        paper_vectors = []
+        for i in range(len(papers)):
+            v = vectors[owners_arr == i].mean(axis=0)
+            paper_vectors.append((v / max(float(np.linalg.norm(v)), 1e-12)).tolist())
+        counts = np.bincount(owners_arr, minlength=len(papers))
+        self.papers.upsert(
+            ids=[p.paper_id for p in papers],
+            embeddings=paper_vectors,
+            documents=[p.abstract for p in papers],
+            metadatas=[_paper_meta(p, int(c)) for p, c in zip(papers, counts)],
+        )
+        return len(nodes)
+
+    def _delete(self, paper_ids: list[str]) -> None:
+        for part in _parts(paper_ids):
+            self.papers.delete(ids=part)  # the completion marker goes first
+            self.chunks.delete(where={"paper_id": {"$in": part}})
+
+    # ---- reading -------------------------------------------------------------------------------------
+
+    def _stored_meta(self, paper_ids: list[str]) -> dict[str, dict]:
+        found: dict[str, dict] = {}
+        for part in _parts(list(dict.fromkeys(paper_ids))):
+            got = self.papers.get(ids=part, include=["metadatas"])
+            found.update(zip(got["ids"], got["metadatas"]))
+        return found
+
+    def _papers_from_sources(self, sources: set[str]) -> dict[str, dict]:
+        found: dict[str, dict] = {}
+        for part in _parts(sorted(sources)):
+            got = self.papers.get(where={"source": {"$in": part}}, include=["metadatas"])
+            found.update(zip(got["ids"], got["metadatas"]))
+        return found
+
+    def count(self) -> int:
+        return self.papers.count()
+
+    def chunk_count(self) -> int:
+        return self.chunks.count()
+
+    def all_papers(self) -> list[StoredPaper]:
+        """Every complete paper, in a stable order (by id)."""
+        got = self.papers.get(include=["metadatas", "documents"])
+        papers = [_stored(pid, doc, meta) for pid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])]
+        return sorted(papers, key=lambda p: p.paper_id)
+
+    def query_chunks(self, vector: list[float], n: int, decision: str | None = None) -> list[tuple[str, float]]:
+        """The `n` nearest chunks as (paper_id, cosine similarity), best first."""
+        from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
+        from llama_index.core.vector_stores.types import VectorStoreQuery
+
+        total = self.chunks.count()
+        if total == 0:
+            return []
+        filters = None
+        if decision:
+            filters = MetadataFilters(filters=[MetadataFilter(key="decision", value=decision,
+                                                              operator=FilterOperator.EQ)])
+        result = self.vector_store.query(VectorStoreQuery(query_embedding=vector, similarity_top_k=min(n, total),
+                                                          filters=filters))
+        # ChromaVectorStore reports exp(-distance); with cosine space, distance = 1 - cos.
+        return [(node.metadata["paper_id"], 1.0 + float(np.log(max(sim, 1e-12))))
+                for node, sim in zip(result.nodes, result.similarities)]
+
+
+def _paper_meta(paper: Paper, n_chunks: int) -> dict[str, Any]:
+    return {
+        "title": paper.title, "label": paper.label, "authors": "; ".join(paper.authors),
+        "decision": paper.decision, "venue": paper.venue, "url": paper.url,
+        "keywords": "; ".join(paper.keywords), "year": paper.year if paper.year is not None else -1,
+        "source": _source_key(paper.source), "position": paper.position, "hash": paper.content_hash,
+        "chunks": n_chunks, "preview": first_sentence(paper.abstract),
+    }
+
+
+def _stored(pid: str, abstract: str, meta: dict[str, Any]) -> StoredPaper:
+    year = meta.get("year", -1)
+    return StoredPaper(
+        paper_id=pid, abstract=abstract or "", title=meta.get("title", ""), label=meta.get("label", pid),
+        authors=tuple(a for a in str(meta.get("authors", "")).split("; ") if a),
+        decision=meta.get("decision", ""), venue=meta.get("venue", ""), url=meta.get("url", ""),
+        year=year if isinstance(year, int) and year >= 0 else None, source=meta.get("source", ""),
+        content_hash=meta.get("hash", ""),
+    )
+
+
+def _source_key(source: str) -> str:
+    return str(Path(source).resolve()) if source else ""
+
+
+def _parts(items: list[str]) -> Iterable[list[str]]:
+    for start in range(0, len(items), _IN_LIMIT):
+        yield items[start:start + _IN_LIMIT]

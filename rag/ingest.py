@@ -1,0 +1,362 @@
+"""Ingest: files on disk -> `Paper` records, with every rejected record reported as `file:line: reason`.
+
+Formats (chosen by extension; directories are walked recursively, hidden files skipped):
+- `.txt` / `.md`: the seed format, a header line then one abstract per non-empty paragraph;
+- `.jsonl` / `.ndjson` / `.json`: JSON lines, a JSON array, or concatenated JSON objects, one record each;
+- `.csv`: a header row with the same column names.
+Record fields: `abstract` (required), `id`, `title`, `authors` (list or "a; b" / "a, b" string), `decision`,
+`venue`, `url`, `keywords` (list or string), `year`. Unknown fields are ignored.
+
+A bad record never stops the file: it is skipped with its location and the good records around it are kept.
+This module only reads; what is new, changed or unchanged is decided by `rag.index` against the store.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+SEED_SUFFIXES = {".txt", ".md"}
+JSON_SUFFIXES = {".jsonl", ".ndjson", ".json"}
+CSV_SUFFIXES = {".csv"}
+SUPPORTED_SUFFIXES = SEED_SUFFIXES | JSON_SUFFIXES | CSV_SUFFIXES
+
+MIN_ABSTRACT_CHARS = 20
+MAX_ABSTRACT_CHARS = 20_000  # real abstracts are < 5k characters; a 10 MB "abstract" is a broken file
+MAX_FIELD_CHARS = 2_000  # title, venue, url, ...
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
+@dataclass(frozen=True)
+class Paper:
+    """One paper as read from a file. `paper_id` is stable across runs (see `stable_id`)."""
+
+    paper_id: str
+    abstract: str
+    title: str = ""
+    authors: tuple[str, ...] = ()
+    decision: str = ""
+    venue: str = ""
+    url: str = ""
+    keywords: tuple[str, ...] = ()
+    year: int | None = None
+    source: str = ""  # the file it came from
+    position: int = 0  # 1-based record number within that file
+    line: int = 0  # line where the record starts
+
+    @property
+    def label(self) -> str:
+        """The title, or for untitled papers a readable stand-in: `file.txt #3`."""
+        return self.title or f"{Path(self.source).name} #{self.position}"
+
+    @property
+    def preview(self) -> str:
+        return first_sentence(self.abstract)
+
+    @property
+    def content_hash(self) -> str:
+        """Changes whenever anything that is indexed or shown changes."""
+        payload = json.dumps(
+            [self.title, self.abstract, list(self.authors), self.decision, self.venue, self.url,
+             list(self.keywords), self.year],
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class Problem:
+    """A record or file that was skipped (or partly ignored), with where and why."""
+
+    path: str
+    line: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}" if self.line else f"{self.path}: {self.reason}"
+
+
+@dataclass
+class ReadResult:
+    papers: list[Paper] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # files that were read (even if all records were bad)
+
+
+def normalize_text(text: str) -> str:
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
+
+
+def stable_id(abstract: str) -> str:
+    """The id of a paper that has none: a hash of its normalized abstract (case and spacing ignored)."""
+    return "abs-" + hashlib.sha256(normalize_text(abstract).lower().encode("utf-8")).hexdigest()[:16]
+
+
+def first_sentence(text: str, limit: int = 240) -> str:
+    sentence = _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
+
+
+def read_paths(paths: list[str | Path]) -> ReadResult:
+    """Read files and directories into papers. Duplicate ids keep the first record and report the others."""
+    result = ReadResult()
+    seen: dict[str, Paper] = {}
+    for path in _expand(paths, result.problems):
+        result.files.append(str(path))
+        for item in _read_file(path):
+            if isinstance(item, Problem):
+                result.problems.append(item)
+                continue
+            first = seen.get(item.paper_id)
+            if first is not None:
+                if first.content_hash != item.content_hash:
+                    result.problems.append(Problem(str(path), item.line,
+                                                   f"duplicate id {item.paper_id!r} with different content "
+                                                   f"(first at {first.source}:{first.line}); kept the first"))
+                continue  # an exact repeat is harmless and not worth a warning
+            seen[item.paper_id] = item
+            result.papers.append(item)
+    return result
+
+
+def _expand(paths: list[str | Path], problems: list[Problem]) -> Iterator[Path]:
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            problems.append(Problem(str(path), None, "no such file or directory"))
+        elif path.is_dir():
+            try:
+                children = sorted(p for p in path.rglob("*") if p.is_file())
+            except OSError as exc:
+                problems.append(Problem(str(path), None, f"cannot list directory: {exc.strerror or exc}"))
+                continue
+            for child in children:
+                rel = child.relative_to(path).parts
+                if any(part.startswith(".") for part in rel):
+                    continue
+                if child.suffix.lower() in SUPPORTED_SUFFIXES and child.name.lower() != "readme.md":
+                    yield child
+        elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
+            problems.append(Problem(str(path), None, f"unsupported file type {path.suffix or '(none)'!r}; "
+                                    f"use one of {', '.join(sorted(SUPPORTED_SUFFIXES))}"))
+        else:
+            yield path
+
+
+def _read_file(path: Path) -> Iterator[Paper | Problem]:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        yield Problem(str(path), None, f"cannot read: {exc.strerror or exc}")
+        return
+    # surrogateescape keeps undecodable bytes visible as lone surrogates, so one bad byte costs one record,
+    # not the whole file.
+    text = data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+    if not text.strip():
+        yield Problem(str(path), None, "empty file")
+        return
+    suffix = path.suffix.lower()
+    if suffix in SEED_SUFFIXES:
+        records = _seed_records(text)
+    elif suffix in CSV_SUFFIXES:
+        records = _csv_records(text, str(path))
+    else:
+        records = _json_records(text)
+    position = 0
+    for line, record in records:
+        if isinstance(record, str):  # a parse error for this location
+            yield Problem(str(path), line, record)
+            continue
+        position += 1
+        try:
+            yield _to_paper(record, source=str(path), position=position, line=line)
+        except ValueError as exc:
+            yield Problem(str(path), line, str(exc))
+
+
+def _seed_records(text: str) -> Iterator[tuple[int, dict | str]]:
+    """Header line, then paragraphs separated by blank lines; each paragraph is one abstract."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.strip()), len(lines)) + 1  # skip the header line
+    para: list[str] = []
+    para_line = 0
+    for i in range(start, len(lines) + 1):
+        line = lines[i] if i < len(lines) else ""
+        if line.strip():
+            if not para:
+                para_line = i + 1
+            para.append(line.strip())
+        elif para:
+            yield para_line, {"abstract": " ".join(para)}
+            para = []
+
+
+def _json_records(text: str) -> Iterator[tuple[int, dict | str]]:
+    """JSON lines, concatenated objects, or one array of objects; a broken value costs only its own line."""
+    decoder = json.JSONDecoder()
+    line_of = _LineCounter(text)
+    pos = _skip_ws(text, 0)
+    in_array = text.startswith("[", pos)
+    if in_array:
+        pos = _skip_ws(text, pos + 1)
+    while pos < len(text):
+        if in_array and text.startswith("]", pos):
+            pos = _skip_ws(text, pos + 1)
+            if pos < len(text):
+                yield line_of(pos), "unexpected content after the closing ']'"
+            return
+        line = line_of(pos)
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            yield line, f"invalid JSON: {exc.msg}"
+            nl = text.find("\n", pos)
+            if nl < 0:
+                return
+            pos = _skip_ws(text, nl + 1)
+            if in_array and text.startswith(",", pos):
+                pos = _skip_ws(text, pos + 1)
+            continue
+        if isinstance(value, dict):
+            yield line, value
+        else:
+            yield line, f"expected a JSON object, got {_type_name(value)}"
+        pos = _skip_ws(text, end)
+        if in_array and text.startswith(",", pos):
+            pos = _skip_ws(text, pos + 1)
+
+
+def _csv_records(text: str, path: str) -> Iterator[tuple[int, dict | str]]:
+    reader = csv.DictReader(text.splitlines(keepends=True), strict=True)
+    try:
+        header = reader.fieldnames
+    except csv.Error as exc:
+        yield 1, f"unreadable CSV header: {exc}"
+        return
+    if not header or "abstract" not in {(h or "").strip().lower() for h in header}:
+        yield 1, "CSV header has no 'abstract' column"
+        return
+    while True:
+        start = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield start, f"broken CSV row: {exc}"
+            continue
+        if None in row:
+            yield start, f"CSV row has {len(header) + len(row[None])} fields, header has {len(header)}"
+            continue
+        yield start, {(k or "").strip().lower(): v for k, v in row.items()}
+
+
+def _to_paper(record: dict[str, Any], *, source: str, position: int, line: int) -> Paper:
+    abstract = record.get("abstract")
+    if abstract is None or (isinstance(abstract, str) and not abstract.strip()):
+        raise ValueError("no abstract")
+    if not isinstance(abstract, str):
+        raise ValueError(f"abstract must be text, got {_type_name(abstract)}")
+    abstract = normalize_text(abstract)
+    if _SURROGATE.search(abstract):
+        raise ValueError("abstract is not valid UTF-8")
+    if len(abstract) < MIN_ABSTRACT_CHARS:
+        raise ValueError(f"abstract too short ({len(abstract)} characters)")
+    if len(abstract) > MAX_ABSTRACT_CHARS:
+        raise ValueError(f"abstract too long ({len(abstract):,} characters; the limit is {MAX_ABSTRACT_CHARS:,})")
+
+    raw_id = record.get("id")
+    if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
+        paper_id = stable_id(abstract)
+    elif isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool):
+        paper_id = _text(raw_id, "id")
+    else:
+        raise ValueError(f"id must be text or a number, got {_type_name(raw_id)}")
+
+    url = _text(record.get("url"), "url")
+    if url and not re.match(r"^https?://", url, re.IGNORECASE):
+        raise ValueError(f"url must start with http:// or https://, got {url[:60]!r}")
+
+    return Paper(
+        paper_id=paper_id,
+        abstract=abstract,
+        title=_text(record.get("title"), "title"),
+        authors=_names(record.get("authors"), "authors"),
+        decision=_text(record.get("decision"), "decision"),
+        venue=_text(record.get("venue"), "venue"),
+        url=url,
+        keywords=_names(record.get("keywords"), "keywords"),
+        year=_year(record.get("year")),
+        source=source,
+        position=position,
+        line=line,
+    )
+
+
+def _text(value: Any, name: str) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"{name} must be text, got {_type_name(value)}")
+    text = normalize_text(str(value))
+    if _SURROGATE.search(text):
+        raise ValueError(f"{name} is not valid UTF-8")
+    if len(text) > MAX_FIELD_CHARS:
+        raise ValueError(f"{name} too long ({len(text):,} characters)")
+    return text
+
+
+def _names(value: Any, name: str) -> tuple[str, ...]:
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        parts = value.split(";") if ";" in value else value.split(",")
+    elif isinstance(value, list):
+        parts = value
+    else:
+        raise ValueError(f"{name} must be a list or text, got {_type_name(value)}")
+    return tuple(t for t in (_text(p, name) for p in parts) if t)
+
+
+def _year(value: Any) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        year = int(str(value).strip())
+    except ValueError:
+        raise ValueError(f"year must be a whole number, got {value!r}") from None
+    if not 1900 <= year <= 2200:
+        raise ValueError(f"year out of range: {year}")
+    return year
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos] in " \t\r\n":
+        pos += 1
+    return pos
+
+
+class _LineCounter:
+    """Line number of a position, for positions that only move forward (linear, not quadratic, in big files)."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.pos, self.line = text, 0, 1
+
+    def __call__(self, pos: int) -> int:
+        self.line += self.text.count("\n", self.pos, pos)
+        self.pos = pos
+        return self.line
+
+
+def _type_name(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "text", bool: "true/false", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__
+    )

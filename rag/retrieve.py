@@ -1,0 +1,155 @@
+"""Retrieve: a question -> the top-k papers, each with a fused score, its signals and a best-matching snippet.
+
+Two retrievers over the same store, fused per paper with reciprocal rank fusion (RRF):
+- dense: the question's vector against the chunk vectors in Chroma; a paper scores its best chunk;
+- lexical: BM25 (bm25s, English stemming and stop words) over each paper's title + abstract.
+
+Fusion is written here rather than with llama-index's `QueryFusionRetriever` because that one fuses *nodes*:
+the chunks of one paper would vote separately and crowd the list. Here each retriever votes once per paper.
+The dense score of the best chunk also feeds the abstention gate in `rag.answer`.
+
+Sentences (for snippets and extractive answers) are scored by their own embedding against the question,
+plus a small bonus for sharing the question's stemmed terms; sentence vectors are cached in memory.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass
+
+import bm25s
+import numpy as np
+import Stemmer
+
+from rag.index import PaperIndex, StoredPaper
+
+_STEMMER = Stemmer.Stemmer("english")
+LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
+SNIPPET_PAPERS = 3  # the top papers whose sentences are embedded; the rest get lexical snippets
+
+
+@dataclass
+class Hit:
+    """A retrieved paper. `score` is the fused score scaled to 0..1 (1 = ranked first by both retrievers)."""
+
+    paper: StoredPaper
+    score: float
+    dense: float | None  # cosine similarity of the paper's best chunk, if the dense side found it
+    bm25: float | None
+    snippet: str = ""
+
+
+@dataclass
+class Retrieval:
+    question: str
+    hits: list[Hit]
+    best_dense: float  # the best chunk similarity over the whole store (the abstention signal)
+    query_vector: np.ndarray
+
+
+@dataclass(frozen=True)
+class ScoredSentence:
+    text: str
+    score: float
+    paper_index: int  # index into Retrieval.hits
+
+
+def tokenize(texts: list[str]) -> list[list[str]]:
+    return bm25s.tokenize(texts, stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False)
+
+
+@functools.lru_cache(maxsize=1)
+def _sentence_splitter():
+    from llama_index.core.node_parser.text.utils import split_by_sentence_tokenizer
+
+    return split_by_sentence_tokenizer()  # NLTK punkt, shipped inside llama-index-core
+
+
+def split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in _sentence_splitter()(text) if s.strip()]
+
+
+class HybridRetriever:
+    """Dense + BM25 over a `PaperIndex`. Call `refresh()` after the store changes."""
+
+    def __init__(self, index: PaperIndex, candidates: int = 50, rrf_k: int = 60) -> None:
+        self.index = index
+        self.candidates = candidates
+        self.rrf_k = rrf_k
+        self._lock = threading.Lock()
+        self._sentence_cache: dict[str, np.ndarray] = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        papers = self.index.all_papers()
+        bm25 = None
+        if papers:
+            bm25 = bm25s.BM25()
+            bm25.index(tokenize([p.search_text for p in papers]), show_progress=False)
+        with self._lock:
+            self.papers = papers
+            self.position = {p.paper_id: i for i, p in enumerate(papers)}
+            self.decisions = np.array([p.decision for p in papers], dtype=object)
+            self.bm25 = bm25
+
+    def retrieve(self, question: str, k: int = 5, decision: str | None = None) -> Retrieval:
+        vector = self.index.embedder.embed([question])[0]
+        if not self.papers:
+            return Retrieval(question, [], 0.0, vector)
+        dense_ranked: dict[str, float] = {}
+        for pid, sim in self.index.query_chunks(vector.tolist(), self.candidates, decision):
+            if pid in self.position and pid not in dense_ranked:
+                dense_ranked[pid] = sim
+        best_dense = max(dense_ranked.values(), default=0.0)
+
+        lexical_ranked: dict[str, float] = {}
+        terms = tokenize([question])[0]
+        if terms and self.bm25 is not None:
+            mask = None
+            if decision:
+                mask = (self.decisions == decision).astype(np.float32)
+            scores = self.bm25.get_scores(terms, weight_mask=mask)
+            top = np.argsort(-scores, kind="stable")[: self.candidates]
+            lexical_ranked = {self.papers[i].paper_id: float(scores[i]) for i in top if scores[i] > 0}
+
+        fused: dict[str, float] = {}
+        for ranking in (dense_ranked, lexical_ranked):
+            for rank, pid in enumerate(ranking):
+                fused[pid] = fused.get(pid, 0.0) + 1.0 / (self.rrf_k + rank + 1)
+        best_possible = 2.0 / (self.rrf_k + 1)
+        order = sorted(fused, key=lambda pid: (-fused[pid], pid))[:k]
+        hits = [Hit(self.papers[self.position[pid]], fused[pid] / best_possible,
+                    dense_ranked.get(pid), lexical_ranked.get(pid)) for pid in order]
+        retrieval = Retrieval(question, hits, best_dense, vector)
+        for i, hit in enumerate(hits):
+            best = self.score_sentences(retrieval, [i], embed=i < SNIPPET_PAPERS)
+            hit.snippet = best[0].text if best else hit.paper.abstract[:300]
+        return retrieval
+
+    def score_sentences(self, retrieval: Retrieval, paper_indexes: list[int], embed: bool = True
+                        ) -> list[ScoredSentence]:
+        """Sentences of the given hits, best first: cosine to the question + a term-overlap bonus."""
+        terms = set(tokenize([retrieval.question])[0])
+        items: list[tuple[int, str]] = [(i, s) for i in paper_indexes
+                                         for s in split_sentences(retrieval.hits[i].paper.abstract)]
+        if not items:
+            return []
+        dense = self._sentence_vectors([s for _, s in items]) @ retrieval.query_vector if embed else \
+            np.zeros(len(items), dtype=np.float32)
+        scored = []
+        for (i, sentence), cos in zip(items, dense):
+            words = set(tokenize([sentence])[0])
+            overlap = len(terms & words) / len(terms) if terms else 0.0
+            scored.append(ScoredSentence(sentence, float(cos) + LEXICAL_BONUS * overlap, i))
+        return sorted(scored, key=lambda s: -s.score)
+
+    def _sentence_vectors(self, sentences: list[str]) -> np.ndarray:
+        missing = list(dict.fromkeys(s for s in sentences if s not in self._sentence_cache))
+        if missing:
+            vectors = self.index.embedder.embed(missing)
+            if len(self._sentence_cache) > 50_000:
+                self._sentence_cache.clear()
+            self._sentence_cache.update(zip(missing, vectors))
+        return np.stack([self._sentence_cache[s] for s in sentences])
+
