@@ -44,8 +44,8 @@ class Settings(BaseModel):
     candidates: int = Field(50, ge=5, le=1000, description="How many chunks/papers each retriever proposes before fusion.")
     rrf_k: int = Field(60, ge=1, description="Reciprocal-rank-fusion constant.")
     abstain_threshold: float = Field(
-        0.40, ge=-1.0, le=1.0,
-        description="Abstain when the best dense cosine similarity is below this (calibration: rag/answer.py).",
+        0.50, ge=-1.0, le=2.0,
+        description="Abstain when the retrieval confidence is below this (calibration: rag/answer.py).",
     )
 
     # Extractive answers

@@ -108,7 +108,7 @@ class Engine:
             text, cited = abstention_text(sources), []
             abstained = True
         else:
-            text, cited = extractive(retrieval, retriever, self.settings)
+            text, cited = extractive(retrieval, self.settings)
             abstained = not cited
             if abstained:
                 text = abstention_text(sources)
@@ -119,6 +119,7 @@ class Engine:
             citations=[by_n[n] for n in cited], sources=sources,
             timings={"load_ms": _ms(started, loaded), "retrieve_ms": _ms(loaded, retrieved),
                      "answer_ms": _ms(retrieved, done), "total_ms": _ms(started, done)},
+            confidence=round(retrieval.confidence, 4),
             retrieval_query=query if query != question else "", notices=notices,
         )
 

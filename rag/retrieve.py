@@ -15,8 +15,9 @@ plus a small bonus for sharing the question's stemmed terms; sentence vectors ar
 from __future__ import annotations
 
 import functools
+import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import bm25s
 import numpy as np
@@ -27,6 +28,8 @@ from rag.index import PaperIndex, StoredPaper
 _STEMMER = Stemmer.Stemmer("english")
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 SNIPPET_PAPERS = 3  # the top papers whose sentences are embedded; the rest get lexical snippets
+# A method or dataset name as users type it: CatVTON, BirdSet, Time-MoE, X-ALMA, TEAL, Scylla (not sentence-initial).
+_NAME = re.compile(r"(?<![\w-])(?:[A-Za-z]+[A-Z][\w-]*|[A-Z][A-Z0-9-]{2,}|[A-Z][a-z]+(?:-[A-Za-z0-9]+)*)(?![\w-])")
 
 
 @dataclass
@@ -44,8 +47,15 @@ class Hit:
 class Retrieval:
     question: str
     hits: list[Hit]
-    best_dense: float  # the best chunk similarity over the whole store (the abstention signal)
+    best_dense: float  # the best chunk similarity over the whole store
     query_vector: np.ndarray
+    sentences: list["ScoredSentence"] = field(default_factory=list)  # of the top papers, best first
+    named_match: str = ""  # a rare, name-like term of the question found in the top paper ("Scylla")
+
+    @property
+    def confidence(self) -> float:
+        """How well the best sentence of the top papers matches the question (the abstention signal)."""
+        return self.sentences[0].score if self.sentences else 0.0
 
 
 @dataclass(frozen=True)
@@ -122,10 +132,28 @@ class HybridRetriever:
         hits = [Hit(self.papers[self.position[pid]], fused[pid] / best_possible,
                     dense_ranked.get(pid), lexical_ranked.get(pid)) for pid in order]
         retrieval = Retrieval(question, hits, best_dense, vector)
+        top = list(range(min(SNIPPET_PAPERS, len(hits))))
+        retrieval.sentences = self.score_sentences(retrieval, top)
         for i, hit in enumerate(hits):
-            best = self.score_sentences(retrieval, [i], embed=i < SNIPPET_PAPERS)
+            best = ([s for s in retrieval.sentences if s.paper_index == i] if i in top
+                    else self.score_sentences(retrieval, [i], embed=False))
             hit.snippet = best[0].text if best else hit.paper.abstract[:300]
+        if hits:
+            retrieval.named_match = self._named_match(question, hits[0].paper)
         return retrieval
+
+    def _named_match(self, question: str, paper: StoredPaper) -> str:
+        """A name-like word of the question (not its first word) that the top paper contains and at most
+        max(2, 0.5%) of all papers contain: the user asked about something this collection names."""
+        words = [m.group(0) for m in _NAME.finditer(question) if m.start() > 0 or not m.group(0).istitle()]
+        limit = max(2, len(self.papers) // 200)
+        for word in words:
+            pattern = re.compile(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", re.IGNORECASE)
+            if not pattern.search(paper.search_text):
+                continue
+            if sum(1 for p in self.papers if pattern.search(p.search_text)) <= limit:
+                return word
+        return ""
 
     def score_sentences(self, retrieval: Retrieval, paper_indexes: list[int], embed: bool = True
                         ) -> list[ScoredSentence]:
