@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from llama_index.core.embeddings import BaseEmbedding
@@ -96,6 +96,10 @@ class MiniLMEmbedding(BaseEmbedding):
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text).ids)
 
+    def tokens(self, text: str) -> list[int]:
+        """WordPiece ids without [CLS]/[SEP]: lets the chunker count in the tokens this model truncates."""
+        return self._tokenizer.encode(text, add_special_tokens=False).ids
+
     def embed(self, texts: list[str]) -> np.ndarray:
         """Embed texts as a float32 array [n, 384]. Batches are sorted by length so padding stays small."""
         if not texts:
@@ -154,6 +158,8 @@ class OpenAICompatibleEmbedding(BaseEmbedding):
     @property
     def identity(self) -> str:
         return f"openai:{self.model_name}"
+
+    tokens: ClassVar[None] = None  # unknown tokenizer: the chunker counts cl100k tokens
 
     def embed(self, texts: list[str]) -> np.ndarray:
         import openai

@@ -114,7 +114,8 @@ class PaperIndex:
                 f"{embedder.identity!r} is configured. Use the same embedder, or another --data-dir / "
                 "--collection for the new one.")
         self.vector_store = ChromaVectorStore(chroma_collection=self.chunks)
-        self.splitter = SentenceSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap)
+        self.splitter = SentenceSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap,
+                                         tokenizer=embedder.tokens)
 
     # ---- writing -------------------------------------------------------------------------------------
 
