@@ -1,0 +1,203 @@
+"""The `rag` command as users and scripts call it, in real subprocesses: its JSON contract, batch mode, exit
+codes, one-line errors, and no network connection outside 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+from conftest import DATA, ROOT, SEEDS, free_port
+
+sys.path.insert(0, str(ROOT / "tests"))
+from netaudit import outside  # noqa: E402
+
+AUDIT = [sys.executable, str(ROOT / "tests" / "netaudit.py")]
+SAE = "Is there work on making sparse autoencoders cheaper to train?"
+
+
+def rag(*args, audit=None, input=None, check=False, env=None):
+    cmd = (AUDIT + [str(audit), "--"] if audit else [sys.executable, "-m", "rag"]) + [str(a) for a in args]
+    result = subprocess.run(cmd, capture_output=True, text=True, input=input, cwd=ROOT, timeout=300,
+                            env={**os.environ, **(env or {})})
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.fixture(scope="module")
+def cli_index(tmp_path_factory):
+    """A data dir filled by `rag ingest seeds/` under the network audit; yields (data_dir, ingest result, report)."""
+    base = tmp_path_factory.mktemp("cli")
+    report = base / "net.jsonl"
+    result = rag("ingest", SEEDS, "--data-dir", base / "index", audit=report)
+    return base / "index", result, report
+
+
+def test_ingest_prints_a_summary_and_makes_no_outside_connection(cli_index):
+    data_dir, result, report = cli_index
+    assert result.returncode == 0, result.stderr
+    assert "added 38, updated 0, unchanged 0, removed 0, skipped 0" in result.stdout
+    assert "embedding" in result.stderr  # the progress bar
+    assert report.read_text() == ""
+
+
+def test_ask_json_contract(cli_index):
+    data_dir, _, report = cli_index
+    result = rag("ask", "--json", SAE, "--data-dir", data_dir, audit=report, check=True)
+    answer = json.loads(result.stdout)
+    assert set(answer) >= {"question", "answer", "mode", "abstained", "citations", "sources", "timings"}
+    assert answer["question"] == SAE and answer["mode"] == "extractive" and answer["abstained"] is False
+    assert answer["citations"] and re.search(r"\[1\]", answer["answer"])
+    for source in answer["sources"] + answer["citations"]:
+        assert set(source) >= {"n", "paper_id", "title", "authors", "decision", "url", "text", "snippet", "score"}
+    assert [s["n"] for s in answer["sources"]] == [1, 2, 3, 4, 5]
+    assert answer["citations"][0]["text"].startswith("Sparse autoencoders (SAEs)")
+    assert answer["timings"]["total_ms"] > 0
+    assert report.read_text() == ""
+
+
+def test_ask_text_output_and_k(cli_index):
+    data_dir, _, _ = cli_index
+    result = rag("ask", SAE, "--data-dir", data_dir, "--k", "2", check=True)
+    assert "[1]" in result.stdout and "Sources:" in result.stdout
+    assert "003_iclr2025_abstracts.txt #17" in result.stdout
+    two = json.loads(rag("ask", "--json", SAE, "--data-dir", data_dir, "--k", "2", check=True).stdout)
+    assert len(two["sources"]) == 2
+
+
+def test_history_file_turns_a_follow_up_into_a_standalone_search(cli_index, tmp_path):
+    data_dir, _, _ = cli_index
+    history = tmp_path / "history.json"
+    history.write_text(json.dumps([{"role": "user", "content": "Which paper introduces a billion-scale time series "
+                                                                "foundation model?"},
+                                   {"role": "assistant", "content": "Time-MoE [1]."}]))
+    answer = json.loads(rag("ask", "--json", "What data did they pre-train it on?", "--history", history,
+                            "--data-dir", data_dir, check=True).stdout)
+    assert answer["sources"][0]["text"].startswith("Deep learning for time series forecasting")
+    history.write_text('{"role": "user"}')
+    bad = rag("ask", "x", "--history", history, "--data-dir", data_dir)
+    assert bad.returncode == 2 and "history must be a list" in bad.stderr
+
+
+def test_batch_answers_every_line_in_order_with_errors_in_place(cli_index, tmp_path):
+    data_dir, _, _ = cli_index
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("\n".join([
+        json.dumps({"question": SAE}),
+        "{not json",
+        json.dumps({"question": "What data did they pre-train it on?",
+                    "history": [{"role": "user", "content": "Which paper introduces a billion-scale time series "
+                                                            "foundation model?"}]}),
+        json.dumps({"question": "   "}),
+        json.dumps({"question": "What is the best recipe for chocolate cake?"}),
+    ]) + "\n")
+    result = rag("ask", "--json", "--batch", batch, "--data-dir", data_dir)
+    assert result.returncode == 1  # some lines failed
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(lines) == 5
+    assert lines[0]["question"] == SAE and lines[0]["citations"]
+    assert lines[1]["line"] == 2 and "error" in lines[1]
+    assert lines[2]["sources"][0]["text"].startswith("Deep learning for time series forecasting")
+    assert lines[3]["line"] == 4 and "empty" in lines[3]["error"]
+    assert lines[4]["abstained"] is True
+    assert "Traceback" not in result.stderr
+
+
+def test_stats(cli_index):
+    data_dir, _, _ = cli_index
+    info = json.loads(rag("stats", "--json", "--data-dir", data_dir, check=True).stdout)
+    assert info["papers"] == 38 and info["chunks"] >= 38
+    assert info["sources"] == {"003_iclr2025_abstracts.txt": 22, "000_iclr2025_abstracts.txt": 16}
+    assert "papers" in rag("stats", "--data-dir", data_dir, check=True).stdout
+
+
+def test_errors_are_one_line_and_exit_codes_tell_what_happened(cli_index, tmp_path):
+    data_dir, _, _ = cli_index
+    empty = rag("ask", "  ", "--data-dir", data_dir)
+    assert empty.returncode == 1 and empty.stderr.strip() == "Error: The question is empty: type a question about " \
+                                                            "the papers."
+    no_index = rag("ask", SAE, "--data-dir", tmp_path / "nothing")
+    assert no_index.returncode == 1 and "is empty; run `rag ingest PATH` first" in no_index.stderr
+    bad_setting = rag("ask", SAE, "--data-dir", data_dir, env={"RAG_K": "many"})
+    assert bad_setting.returncode == 1 and "--k / RAG_K" in bad_setting.stderr
+    for result in (empty, no_index, bad_setting):
+        assert "Traceback" not in result.stderr
+
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text(json.dumps({"id": "ok", "abstract": "A perfectly good abstract about graphs."}) + "\n{oops\n")
+    result = rag("ingest", partial, "--data-dir", tmp_path / "p")
+    assert result.returncode == 1
+    assert f"skipped {partial}:2: invalid JSON" in result.stderr and "added 1" in result.stdout
+    nothing = tmp_path / "nothing.jsonl"
+    nothing.write_text("{oops\n")
+    assert rag("ingest", nothing, "--data-dir", tmp_path / "n").returncode == 2
+    again = rag("ingest", "--if-empty", DATA / "papers_small.jsonl", "--data-dir", tmp_path / "p", check=True)
+    assert "already holds 1 papers; nothing to do" in again.stdout
+
+
+def test_help_documents_every_command_and_setting():
+    top = rag("--help", check=True).stdout
+    for command in ("ingest", "ask", "stats", "serve"):
+        assert command in top
+    ask_help = rag("ask", "--help", check=True).stdout
+    for flag in ("--json", "--k", "--decision", "--history", "--batch", "--data-dir", "RAG_DATA_DIR"):
+        assert flag in ask_help
+
+
+def test_serve_answers_over_http_and_connects_nowhere_else(cli_index, tmp_path):
+    data_dir, _, _ = cli_index
+    report = tmp_path / "serve-net.jsonl"
+    port = free_port()
+    proc = subprocess.Popen(AUDIT + [str(report), "--", "serve", "--data-dir", str(data_dir), "--port", str(port)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 60
+        while True:
+            try:
+                page = urllib.request.urlopen(base + "/", timeout=2).read().decode()
+                break
+            except OSError:
+                assert proc.poll() is None, proc.stdout.read()
+                assert time.time() < deadline, "server did not start"
+                time.sleep(0.3)
+        assert "Ask the ICLR 2025 abstracts" in page
+        request = urllib.request.Request(base + "/gradio_api/call/ask", data=json.dumps({"data": [SAE]}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        event = json.loads(urllib.request.urlopen(request, timeout=30).read())["event_id"]
+        stream = urllib.request.urlopen(f"{base}/gradio_api/call/ask/{event}", timeout=60).read().decode()
+        assert "event: complete" in stream and "[1]" in stream and "**Sources**" in stream
+        assert "003_iclr2025_abstracts.txt #17" in stream
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert report.read_text() == ""
+
+
+def test_the_audit_hook_sees_outside_connections():
+    import socket
+
+    class Sock:
+        family = socket.AF_INET
+
+    assert outside("socket.connect", (Sock(), ("93.184.216.34", 443))) == "('93.184.216.34', 443)"
+    assert outside("socket.getaddrinfo", ("api.gradio.app", 443, 0, 0, 0)) == "'api.gradio.app'"
+    assert outside("socket.connect", (Sock(), ("127.0.0.1", 8000))) is None
+    assert outside("socket.connect", (Sock(), ("::1", 8000, 0, 0))) is None
+    assert outside("socket.getaddrinfo", ("localhost", 80, 0, 0, 0)) is None
+
+
+def test_telemetry_switches_are_set_before_the_libraries_load():
+    code = ("import rag, os, sys; "
+            "assert 'onnxruntime' not in sys.modules and 'chromadb' not in sys.modules; "
+            "print(os.environ['ORT_DISABLE_TELEMETRY'], os.environ['ANONYMIZED_TELEMETRY'], "
+            "os.environ['GRADIO_ANALYTICS_ENABLED'], os.environ['HF_HUB_OFFLINE'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                         env={**os.environ, "ORT_DISABLE_TELEMETRY": "0"}, check=True).stdout.split()
+    assert out == ["1", "False", "False", "1"]

@@ -1,0 +1,117 @@
+"""The Chroma store: every seed paper in, re-ingest embeds nothing, edits replace chunks, no duplicates ever."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+
+import pytest
+from conftest import DATA, SEEDS
+
+from rag.config import ConfigError, Settings
+from rag.engine import Engine
+
+
+def _chunk_ids(engine):
+    return engine.index.chunks.get(include=[])["ids"]
+
+
+def test_seeds_ingest_into_38_papers_and_their_chunks(seed_ingest):
+    engine, stats = seed_ingest
+    assert (stats.added, stats.updated, stats.unchanged, stats.skipped) == (38, 0, 0, 0)
+    assert engine.index.count() == 38
+    ids = _chunk_ids(engine)
+    assert len(ids) == len(set(ids)) == stats.embedded_chunks
+    per_paper = Counter(i.split("#")[0] for i in ids)
+    assert len(per_paper) == 38
+    stored = engine.index.papers.get(include=["metadatas"])
+    assert {pid: meta["chunks"] for pid, meta in zip(stored["ids"], stored["metadatas"])} == dict(per_paper)
+
+
+def test_no_chunk_is_longer_than_the_embedder_reads(seed_engine):
+    got = seed_engine.index.chunks.get(include=["documents", "metadatas"])
+    embedder = seed_engine.index.embedder
+    longest = max(embedder.count_tokens(doc) for doc in got["documents"])
+    assert longest < 256, longest
+    # and the chunks of each paper cover its whole abstract
+    papers = {p.paper_id: p for p in seed_engine.index.all_papers()}
+    for pid, paper in papers.items():
+        chunks = [d for d, m in zip(got["documents"], got["metadatas"]) if m["paper_id"] == pid]
+        assert paper.abstract.split()[-1] in " ".join(chunks)
+
+
+def test_second_ingest_of_unchanged_seeds_embeds_nothing(seed_engine):
+    before = sorted(_chunk_ids(seed_engine))
+    stats = seed_engine.ingest([SEEDS])
+    assert (stats.added, stats.updated, stats.unchanged, stats.removed) == (0, 0, 38, 0)
+    assert stats.embedded_chunks == 0
+    assert sorted(_chunk_ids(seed_engine)) == before
+
+
+def test_an_edited_seed_abstract_replaces_its_chunks(tmp_path):
+    seeds = tmp_path / "seeds"
+    shutil.copytree(SEEDS, seeds)
+    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine.ingest([seeds])
+    path = seeds / "003_iclr2025_abstracts.txt"
+    paragraphs = path.read_text().split("\n\n")
+    old_text = " ".join(paragraphs[4].split())
+    old = next(p for p in engine.index.all_papers() if p.abstract == old_text)
+    paragraphs[4] = paragraphs[4].replace("large language models", "huge language models")
+    assert paragraphs[4] != old_text
+    path.write_text("\n\n".join(paragraphs))
+
+    stats = engine.ingest([seeds])
+    assert (stats.added, stats.updated, stats.unchanged, stats.removed) == (0, 1, 37, 0)
+    papers = engine.index.all_papers()
+    assert len(papers) == 38
+    new = next(p for p in papers if "huge language models" in p.abstract)
+    assert old.paper_id not in {p.paper_id for p in papers}
+    ids = _chunk_ids(engine)
+    assert len(ids) == len(set(ids))
+    assert not [i for i in ids if i.startswith(old.paper_id)]
+    new_chunks = engine.index.chunks.get(where={"paper_id": new.paper_id}, include=["documents"])
+    assert stats.embedded_chunks == len(new_chunks["ids"]) >= 1
+    assert "huge language models" in " ".join(new_chunks["documents"])
+    answer = engine.ask("huge language models generalization versus memorization")
+    assert answer.sources[0].paper_id == new.paper_id
+
+
+def test_records_with_ids_update_in_place_and_vanish_when_removed_from_their_file(tmp_path):
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
+    path = tmp_path / "papers.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records))
+    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    assert engine.ingest([path]).added == len(records)
+
+    records[0]["abstract"] += " We also release a new benchmark of cloud incidents."
+    del records[1]
+    path.write_text("\n".join(json.dumps(r) for r in records))
+    stats = engine.ingest([path])
+    assert (stats.added, stats.updated, stats.unchanged, stats.removed) == (0, 1, len(records) - 1, 1)
+    docs = engine.index.chunks.get(where={"paper_id": records[0]["id"]}, include=["documents"])["documents"]
+    assert "cloud incidents" in " ".join(docs)
+    assert engine.index.count() == len(records)
+    stored = {p.paper_id: p for p in engine.index.all_papers()}
+    assert stored[records[0]["id"]].title == records[0]["title"]
+    assert stored[records[0]["id"]].decision == records[0]["decision"]
+    assert stored[records[0]["id"]].authors == tuple(records[0]["authors"])
+
+
+def test_the_openai_compatible_embedder_works_and_an_index_refuses_the_wrong_embedder(tmp_path):
+    from fake_openai import FakeOpenAI
+
+    data_dir = tmp_path / "index"
+    with FakeOpenAI() as server:
+        engine = Engine(Settings.load(data_dir=data_dir, embedder="openai", embed_base_url=server.base_url,
+                                      embed_model="fake-embed", embed_api_key="sk-test-123"))
+        stats = engine.ingest([DATA / "papers_small.jsonl"])
+        assert stats.added == 8 and stats.embedded_chunks >= 8
+        answer = engine.ask("CatVTON virtual try-on by concatenating garment and person images")
+        assert answer.sources[0].title.startswith("CatVTON")
+        calls = [r for r in server.requests if r["path"] == "/v1/embeddings"]
+        assert calls and all(r["body"]["model"] == "fake-embed" for r in calls)
+        assert calls[0]["headers"]["Authorization"] == "Bearer sk-test-123"
+    with pytest.raises(ConfigError, match="was built with embedder 'openai:fake-embed'"):
+        Engine(Settings.load(data_dir=data_dir)).index

@@ -1,0 +1,139 @@
+"""Reading files into papers: the seed format, JSON/JSONL/CSV, directories, and bad records reported by file:line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import CORPUS, SEEDS, seed_paragraphs
+
+from rag.ingest import read_paths, stable_id
+
+
+def test_seed_files_give_38_untitled_papers_with_labels_and_previews():
+    result = read_paths([SEEDS])
+    assert result.problems == []
+    assert len(result.papers) == 38
+    assert sorted(p.source.rsplit("/", 1)[-1] for p in result.papers).count("000_iclr2025_abstracts.txt") == 16
+    first = next(p for p in result.papers if p.source.endswith("003_iclr2025_abstracts.txt") and p.position == 17)
+    assert first.abstract == seed_paragraphs("003_iclr2025_abstracts.txt")[16]
+    assert first.title == ""
+    assert first.label == "003_iclr2025_abstracts.txt #17"
+    assert first.preview == ("Sparse autoencoders (SAEs) are a recent technique for decomposing neural network "
+                             "activations into human-interpretable features.")
+    assert first.line > 1  # the header line is not a paper
+    assert len({p.paper_id for p in result.papers}) == 38
+
+
+def test_ids_are_stable_hashes_of_the_normalized_abstract():
+    a = read_paths([SEEDS]).papers
+    b = read_paths([SEEDS]).papers
+    assert [p.paper_id for p in a] == [p.paper_id for p in b]
+    text = a[0].abstract
+    assert stable_id(text) == stable_id("  " + text.upper().replace(" ", "\n  ") + " ")
+    assert stable_id(text) != stable_id(text + " More.")
+
+
+def test_jsonl_bad_records_are_reported_and_good_ones_kept(tmp_path):
+    good = "A study of sparse autoencoders that makes them cheaper to train with experts."
+    lines = [
+        json.dumps({"id": "p1", "title": "Good one", "abstract": good, "authors": ["A. B", "C. D"]}),
+        '{"id": "p2", "abstract": "broken JSON here',
+        json.dumps({"id": "p3", "title": "No abstract"}),
+        json.dumps({"id": "p4", "abstract": good + " Two.", "authors": 7}),
+        json.dumps(["not", "an", "object"]),
+        "",
+        json.dumps({"id": "p6", "abstract": good + " Six.", "authors": "Ann Lee; Bo Chen", "year": "2025",
+                    "decision": "Accept (Oral)", "url": "https://openreview.net/forum?id=p6"}),
+        json.dumps({"id": "p7", "abstract": good + " Seven.", "url": "javascript:alert(1)"}),
+        json.dumps({"id": "p8", "abstract": good + " Eight.", "year": "soon"}),
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["p1", "p6"]
+    problems = [str(p) for p in result.problems]
+    assert problems[0].startswith(f"{path}:2: invalid JSON")
+    assert f"{path}:3: no abstract" in problems
+    assert f"{path}:4: authors must be a list or text, got a number" in problems
+    assert f"{path}:5: expected a JSON object, got a list" in problems
+    assert any(p.startswith(f"{path}:8: url must start with http") for p in problems)
+    assert any(p.startswith(f"{path}:9: year must be a whole number") for p in problems)
+    six = result.papers[1]
+    assert six.authors == ("Ann Lee", "Bo Chen") and six.year == 2025 and six.decision == "Accept (Oral)"
+
+
+def test_json_array_reports_the_line_of_each_bad_record(tmp_path):
+    records = [{"id": "a", "abstract": "An abstract long enough to be kept as a paper."},
+               {"id": "b", "abstract": ""},
+               {"id": "c", "abstract": "Another abstract long enough to be kept here."}]
+    path = tmp_path / "papers.json"
+    path.write_text(json.dumps(records, indent=2))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["a", "c"]
+    bad_line = path.read_text().splitlines().index("  {", 2) + 1  # the second record's opening brace
+    assert [str(p) for p in result.problems] == [f"{path}:{bad_line}: no abstract"]
+
+
+def test_csv_rows_and_broken_rows(tmp_path):
+    path = tmp_path / "papers.csv"
+    path.write_text('id,title,abstract,authors\n'
+                    'c1,"Title, with comma","An abstract long enough, with a comma inside it.","X; Y"\n'
+                    'c2,Too,many,fields,here\n'
+                    'c3,Third,"A third abstract that is long enough to keep.",Z\n')
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["c1", "c3"]
+    assert result.papers[0].title == "Title, with comma" and result.papers[0].authors == ("X", "Y")
+    assert [str(p) for p in result.problems] == [f"{path}:3: CSV row has 5 fields, header has 4"]
+    no_abstract = tmp_path / "other.csv"
+    no_abstract.write_text("id,title\n1,x\n")
+    assert [str(p) for p in read_paths([no_abstract]).problems] == [f"{no_abstract}:1: CSV header has no 'abstract' column"]
+
+
+def test_directories_are_walked_and_hidden_or_unknown_files_skipped(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.jsonl").write_text(json.dumps({"id": "a", "abstract": "Abstract A is long enough."}))
+    (tmp_path / "b.txt").write_text("Header line\n\nAbstract B, a paragraph long enough.\n")
+    (tmp_path / ".hidden.jsonl").write_text(json.dumps({"id": "h", "abstract": "Hidden abstract is long."}))
+    (tmp_path / "notes.pdf").write_bytes(b"%PDF")
+    result = read_paths([tmp_path])
+    assert sorted(p.paper_id for p in result.papers) == sorted(["a", stable_id("Abstract B, a paragraph long enough.")])
+    assert result.problems == []
+    explicit = read_paths([tmp_path / "notes.pdf", tmp_path / "missing.jsonl"])
+    assert [p.reason for p in explicit.problems][1] == "no such file or directory"
+    assert "unsupported file type '.pdf'" in explicit.problems[0].reason
+
+
+def test_duplicates_and_undecodable_bytes_cost_only_their_record(tmp_path):
+    path = tmp_path / "dups.jsonl"
+    one = json.dumps({"id": "d", "abstract": "The first version of this abstract."}).encode()
+    same = one
+    other = json.dumps({"id": "d", "abstract": "A different text under the same id."}).encode()
+    bad = b'{"id": "x", "abstract": "Bytes \xff\xfe that are not UTF-8 at all."}'
+    fine = json.dumps({"id": "f", "abstract": "A fine record after the broken one."}).encode()
+    path.write_bytes(b"\n".join([one, same, other, bad, fine]))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["d", "f"]
+    assert result.papers[0].abstract == "The first version of this abstract."
+    reasons = [str(p) for p in result.problems]
+    assert reasons[0].startswith(f"{path}:3: duplicate id 'd' with different content")
+    assert reasons[1] == f"{path}:4: abstract is not valid UTF-8"
+    assert len(reasons) == 2  # the exact repeat on line 2 is not a problem
+
+
+def test_empty_and_oversized_inputs(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    assert [p.reason for p in read_paths([empty]).problems] == ["empty file"]
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text(json.dumps({"id": "h", "abstract": "word " * 10_000}) + "\n")
+    assert "abstract too long" in read_paths([huge]).problems[0].reason
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason="../shared/corpus is only beside a developer's checkout and CI")
+def test_the_2114_paper_corpus_reads_as_is():
+    result = read_paths([CORPUS])
+    assert result.problems == []
+    assert len(result.papers) == 2114
+    assert all(p.title and p.url.startswith("https://openreview.net/") for p in result.papers)
+    assert {p.decision for p in result.papers} == {"Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)"}
