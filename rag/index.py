@@ -114,6 +114,7 @@ class PaperIndex:
                 f"{embedder.identity!r} is configured. Use the same embedder, or another --data-dir / "
                 "--collection for the new one.")
         self.vector_store = ChromaVectorStore(chroma_collection=self.chunks)
+        self.chunking = f"{settings.chunk_size}/{settings.chunk_overlap}"  # re-chunk papers stored otherwise
         self.splitter = SentenceSplitter(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap,
                                          tokenizer=embedder.tokens)
 
@@ -132,7 +133,7 @@ class PaperIndex:
             if old is None:
                 todo.append(paper)
                 stats.added += 1
-            elif old["hash"] != paper.content_hash:
+            elif old["hash"] != paper.content_hash or old.get("chunking") != self.chunking:
                 todo.append(paper)
                 stats.updated += 1
             else:
@@ -142,7 +143,8 @@ class PaperIndex:
         for part in range(0, len(moved), _IN_LIMIT):
             batch = moved[part:part + _IN_LIMIT]
             self.papers.update(ids=[p.paper_id for p in batch],
-                               metadatas=[_paper_meta(p, stored[p.paper_id].get("chunks", 0)) for p in batch])
+                               metadatas=[_paper_meta(p, stored[p.paper_id].get("chunks", 0), self.chunking)
+                                          for p in batch])
 
         # Papers that were ingested from these files before but are no longer in them.
         incoming = {p.paper_id for p in papers}
@@ -205,7 +207,7 @@ class PaperIndex:
             ids=[p.paper_id for p in papers],
             embeddings=paper_vectors,
             documents=[p.abstract for p in papers],
-            metadatas=[_paper_meta(p, int(c)) for p, c in zip(papers, counts)],
+            metadatas=[_paper_meta(p, int(c), self.chunking) for p, c in zip(papers, counts)],
         )
         return len(nodes)
 
@@ -261,13 +263,13 @@ class PaperIndex:
                 for node, sim in zip(result.nodes, result.similarities)]
 
 
-def _paper_meta(paper: Paper, n_chunks: int) -> dict[str, Any]:
+def _paper_meta(paper: Paper, n_chunks: int, chunking: str) -> dict[str, Any]:
     return {
         "title": paper.title, "label": paper.label, "authors": "; ".join(paper.authors),
         "decision": paper.decision, "venue": paper.venue, "url": paper.url,
         "keywords": "; ".join(paper.keywords), "year": paper.year if paper.year is not None else -1,
         "source": _source_key(paper.source), "position": paper.position, "hash": paper.content_hash,
-        "chunks": n_chunks, "preview": first_sentence(paper.abstract),
+        "chunks": n_chunks, "chunking": chunking, "preview": first_sentence(paper.abstract),
     }
 
 

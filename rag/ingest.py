@@ -88,7 +88,9 @@ class Problem:
 class ReadResult:
     papers: list[Paper] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)  # files that were read (even if all records were bad)
+    # Files read without a single problem: only these are mirrored (papers no longer in them leave the index).
+    # A file with a broken record keeps its old papers, since the broken record may be one of them.
+    files: list[str] = field(default_factory=list)
 
 
 def normalize_text(text: str) -> str:
@@ -110,10 +112,11 @@ def read_paths(paths: list[str | Path]) -> ReadResult:
     result = ReadResult()
     seen: dict[str, Paper] = {}
     for path in _expand(paths, result.problems):
-        result.files.append(str(path))
+        clean = True
         for item in _read_file(path):
             if isinstance(item, Problem):
                 result.problems.append(item)
+                clean = False
                 continue
             first = seen.get(item.paper_id)
             if first is not None:
@@ -124,6 +127,8 @@ def read_paths(paths: list[str | Path]) -> ReadResult:
                 continue  # an exact repeat is harmless and not worth a warning
             seen[item.paper_id] = item
             result.papers.append(item)
+        if clean:
+            result.files.append(str(path))
     return result
 
 

@@ -115,3 +115,20 @@ def test_the_openai_compatible_embedder_works_and_an_index_refuses_the_wrong_emb
         assert calls[0]["headers"]["Authorization"] == "Bearer sk-test-123"
     with pytest.raises(ConfigError, match="was built with embedder 'openai:fake-embed'"):
         Engine(Settings.load(data_dir=data_dir)).index
+
+
+def test_a_file_with_broken_records_does_not_remove_papers(tmp_path):
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
+    path = tmp_path / "papers.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records))
+    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine.ingest([path])
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2][:40]  # a save that cut one record short
+    path.write_text("\n".join(lines))
+    stats = engine.ingest([path])
+    assert stats.removed == 0 and stats.skipped == 1
+    assert engine.index.count() == len(records)
+    path.write_bytes(b"")
+    assert engine.ingest([path]).removed == 0
+    assert engine.index.count() == len(records)
