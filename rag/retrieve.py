@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import re
-import threading
 from dataclasses import dataclass, field
 
 import bm25s
@@ -59,6 +58,16 @@ class Retrieval:
 
 
 @dataclass(frozen=True)
+class _Corpus:
+    """What retrieval reads besides Chroma: the papers, their positions, decisions, and the BM25 index."""
+
+    papers: list[StoredPaper]
+    position: dict[str, int]
+    decisions: np.ndarray
+    bm25: bm25s.BM25 | None
+
+
+@dataclass(frozen=True)
 class ScoredSentence:
     text: str
     score: float
@@ -87,7 +96,6 @@ class HybridRetriever:
         self.index = index
         self.candidates = candidates
         self.rrf_k = rrf_k
-        self._lock = threading.Lock()
         self._sentence_cache: dict[str, np.ndarray] = {}
         self.refresh()
 
@@ -97,31 +105,34 @@ class HybridRetriever:
         if papers:
             bm25 = bm25s.BM25()
             bm25.index(tokenize([p.search_text for p in papers]), show_progress=False)
-        with self._lock:
-            self.papers = papers
-            self.position = {p.paper_id: i for i, p in enumerate(papers)}
-            self.decisions = np.array([p.decision for p in papers], dtype=object)
-            self.bm25 = bm25
+        # One assignment, so a concurrent `retrieve` sees either the old corpus or the new one, never a mix.
+        self.state = _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
+                             np.array([p.decision for p in papers], dtype=object), bm25)
+
+    @property
+    def papers(self) -> list[StoredPaper]:
+        return self.state.papers
 
     def retrieve(self, question: str, k: int = 5, decision: str | None = None) -> Retrieval:
         vector = self.index.embedder.embed([question])[0]
-        if not self.papers:
+        state = self.state
+        if not state.papers:
             return Retrieval(question, [], 0.0, vector)
         dense_ranked: dict[str, float] = {}
         for pid, sim in self.index.query_chunks(vector.tolist(), self.candidates, decision):
-            if pid in self.position and pid not in dense_ranked:
+            if pid in state.position and pid not in dense_ranked:
                 dense_ranked[pid] = sim
         best_dense = max(dense_ranked.values(), default=0.0)
 
         lexical_ranked: dict[str, float] = {}
         terms = tokenize([question])[0]
-        if terms and self.bm25 is not None:
+        if terms and state.bm25 is not None:
             mask = None
             if decision:
-                mask = (self.decisions == decision).astype(np.float32)
-            scores = self.bm25.get_scores(terms, weight_mask=mask)
+                mask = (state.decisions == decision).astype(np.float32)
+            scores = state.bm25.get_scores(terms, weight_mask=mask)
             top = np.argsort(-scores, kind="stable")[: self.candidates]
-            lexical_ranked = {self.papers[i].paper_id: float(scores[i]) for i in top if scores[i] > 0}
+            lexical_ranked = {state.papers[i].paper_id: float(scores[i]) for i in top if scores[i] > 0}
 
         fused: dict[str, float] = {}
         for ranking in (dense_ranked, lexical_ranked):
@@ -129,7 +140,7 @@ class HybridRetriever:
                 fused[pid] = fused.get(pid, 0.0) + 1.0 / (self.rrf_k + rank + 1)
         best_possible = 2.0 / (self.rrf_k + 1)
         order = sorted(fused, key=lambda pid: (-fused[pid], pid))[:k]
-        hits = [Hit(self.papers[self.position[pid]], fused[pid] / best_possible,
+        hits = [Hit(state.papers[state.position[pid]], fused[pid] / best_possible,
                     dense_ranked.get(pid), lexical_ranked.get(pid)) for pid in order]
         retrieval = Retrieval(question, hits, best_dense, vector)
         top = list(range(min(SNIPPET_PAPERS, len(hits))))
@@ -139,19 +150,19 @@ class HybridRetriever:
                     else self.score_sentences(retrieval, [i], embed=False))
             hit.snippet = best[0].text if best else hit.paper.abstract[:300]
         if hits:
-            retrieval.named_match = self._named_match(question, hits[0].paper)
+            retrieval.named_match = self._named_match(question, hits[0].paper, state.papers)
         return retrieval
 
-    def _named_match(self, question: str, paper: StoredPaper) -> str:
+    def _named_match(self, question: str, paper: StoredPaper, papers: list[StoredPaper]) -> str:
         """A name-like word of the question (not its first word) that the top paper contains and at most
         max(2, 0.5%) of all papers contain: the user asked about something this collection names."""
         words = [m.group(0) for m in _NAME.finditer(question) if m.start() > 0 or not m.group(0).istitle()]
-        limit = max(2, len(self.papers) // 200)
+        limit = max(2, len(papers) // 200)
         for word in words:
             pattern = re.compile(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", re.IGNORECASE)
             if not pattern.search(paper.search_text):
                 continue
-            if sum(1 for p in self.papers if pattern.search(p.search_text)) <= limit:
+            if sum(1 for p in papers if pattern.search(p.search_text)) <= limit:
                 return word
         return ""
 
