@@ -6,6 +6,11 @@ rank, [1] being the best; `citations` are the sources the answer text actually c
 Extractive mode (the default, used when no LLM is configured): from the top papers, take the sentences that
 best match the question and write them out, each followed by its [n].
 
+LLM mode (`Settings.llm_model` set): the sources go to the model numbered as here, its citations are checked
+(`rag.citations`: numbers it was not given are removed and counted as `fabricated`), each cited sentence is
+checked against the abstracts it cites (`unsupported`), and "the sources do not contain an answer" maps to
+`abstained`. If the endpoint fails, the answer falls back to extractive mode with a `fallback_reason`.
+
 Abstention: the retrieval confidence is the score of the best sentence among the top papers (its cosine to the
 question plus the term-overlap bonus of `rag.retrieve`). Below `Settings.abstain_threshold` the collection most
 likely does not cover the question, so the answer says so, lists the nearest papers and cites nothing, unless
@@ -19,6 +24,7 @@ The same set chose the value, so treat these as dev numbers; re-run after changi
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -52,7 +58,7 @@ class Source:
 class Answer:
     question: str
     answer: str
-    mode: str  # "extractive"
+    mode: str  # "extractive" or "llm"
     abstained: bool
     citations: list[Source]
     sources: list[Source]
@@ -60,9 +66,35 @@ class Answer:
     confidence: float = 0.0  # best dense similarity of any chunk: what the abstention gate looks at
     retrieval_query: str = ""  # what was searched, when it differs from the question (follow-ups)
     notices: list[str] = field(default_factory=list)  # things the user should know (truncated input, ...)
+    model: str = ""  # the LLM that wrote the answer (mode "llm")
+    fallback_reason: str = ""  # why an LLM was configured but the answer is extractive
+    fabricated: int = 0  # citations the LLM made to source numbers it was not given (removed from the text)
+    unsupported: list[str] = field(default_factory=list)  # cited sentences the cited abstracts barely support
+    usage: dict[str, int | None] = field(default_factory=dict)  # prompt/completion tokens reported by the LLM
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class Delta:
+    """A piece of answer text, streamed as it is written."""
+
+    text: str
+
+
+@dataclass
+class Restart:
+    """Discard the text streamed so far: what follows replaces it (the LLM failed mid-answer)."""
+
+    reason: str
+
+
+# How models say "not in the sources" (the answer prompt asks for the first wording).
+NO_ANSWER = re.compile(
+    r"sources do not contain an answer|(?:sources|abstracts|papers) (?:do|does) not (?:contain|mention|cover|"
+    r"address|discuss|say)|not (?:contained|mentioned|covered|addressed) in the (?:sources|abstracts)|"
+    r"cannot be answered (?:from|with|using) the (?:sources|abstracts)", re.IGNORECASE)
 
 
 def sources_from(retrieval: Retrieval) -> list[Source]:

@@ -53,6 +53,23 @@ class Settings(BaseModel):
     # Extractive answers
     max_answer_sentences: int = Field(4, ge=1, le=20)
 
+    # Generated answers through any OpenAI-compatible endpoint (used only when llm_model is set)
+    llm_model: str | None = Field(None, description="Model name; setting it switches answers to the LLM.")
+    llm_base_url: str | None = Field(None, description="e.g. http://localhost:8000/v1 (vLLM); default OpenAI's.")
+    llm_api_key: SecretStr | None = Field(None, description="API key; never logged or exported.")
+    llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
+    llm_max_tokens: int = Field(512, ge=16, le=32768)
+    llm_connect_timeout: float = Field(5.0, gt=0, le=300, description="Seconds to connect.")
+    llm_timeout: float = Field(60.0, gt=0, le=3600,
+                               description="Seconds to wait for the first token, or between two tokens.")
+    llm_max_retries: int = Field(2, ge=0, le=10, description="Retries on 429/5xx/connection errors, with backoff.")
+    prompts_dir: Path | None = Field(None, description="Directory overriding prompts/*.txt.")
+    support_threshold: float = Field(
+        0.45, ge=-1.0, le=1.0,
+        description="A cited sentence whose best cosine to a sentence of the cited abstracts is below this is "
+                    "listed as unsupported.",
+    )
+
     # Web app
     host: str = Field("127.0.0.1", description="Address the web chat binds to.")
     port: int = Field(7860, ge=1, le=65535)
@@ -78,6 +95,10 @@ class Settings(BaseModel):
             raise ConfigError("invalid setting: " + "; ".join(problems)) from None
 
     @property
+    def llm_enabled(self) -> bool:
+        return bool(self.llm_model)
+
+    @property
     def chroma_path(self) -> Path:
         return self.data_dir / "chroma"
 
@@ -98,6 +119,16 @@ ENV_VARS: dict[str, str] = {
     "rrf_k": "RAG_RRF_K",
     "abstain_threshold": "RAG_ABSTAIN_THRESHOLD",
     "max_answer_sentences": "RAG_MAX_ANSWER_SENTENCES",
+    "llm_model": "RAG_LLM_MODEL",
+    "llm_base_url": "OPENAI_BASE_URL",
+    "llm_api_key": "OPENAI_API_KEY",
+    "llm_temperature": "RAG_LLM_TEMPERATURE",
+    "llm_max_tokens": "RAG_LLM_MAX_TOKENS",
+    "llm_connect_timeout": "RAG_LLM_CONNECT_TIMEOUT",
+    "llm_timeout": "RAG_LLM_TIMEOUT",
+    "llm_max_retries": "RAG_LLM_MAX_RETRIES",
+    "prompts_dir": "RAG_PROMPTS_DIR",
+    "support_threshold": "RAG_SUPPORT_THRESHOLD",
     "host": "RAG_HOST",
     "port": "RAG_PORT",
 }

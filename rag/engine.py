@@ -1,8 +1,12 @@
-"""Engine: the one library call behind every shell. `Engine(settings).ask(question)` -> `Answer`.
+"""Engine: the one library call behind every shell. `Engine(settings).ask(question)` -> `Answer`, and
+`Engine.stream(...)`, which yields the text as it is written and then the same `Answer`.
 
-It owns the wiring (settings -> embedder -> index -> retriever -> answer), loads each piece once and lazily,
-cleans the user's input, and turns follow-up questions into standalone ones for retrieval. The CLI and the web
-app only parse input and render the `Answer`.
+It owns the wiring (settings -> embedder -> index -> retriever -> LLM or extractive answer), loads each piece
+once and lazily, cleans the user's input, and turns follow-up questions into standalone ones for retrieval
+(with the LLM when one is configured; llama-index's condense-plus-context chat engine does the same, but
+would hide the fallback on endpoint faults that we need). History is passed in by the caller on every call:
+the engine keeps no conversation state, so users never share memory. The CLI and the web app only parse input
+and render what this yields.
 """
 
 from __future__ import annotations
@@ -12,12 +16,16 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from rag.answer import Answer, abstention_text, extractive, should_abstain, sources_from
+from rag import prompts
+from rag.answer import (NO_ANSWER, Answer, Delta, Restart, abstention_text, extractive, should_abstain,
+                        sources_from)
+from rag.citations import StreamFilter
 from rag.config import Settings
 from rag.embeddings import Embedder, make_embedder
 from rag.index import IngestStats, PaperIndex
+from rag.llm import ChatClient, Completion, LLMError
 from rag.ingest import read_paths
 from rag.retrieve import HybridRetriever
 
@@ -65,6 +73,15 @@ class Engine:
         self._embedder: Embedder | None = None
         self._index: PaperIndex | None = None
         self._retriever: HybridRetriever | None = None
+        self._llm: ChatClient | None = None
+        self.templates: dict[str, str] = {}
+
+    def derive(self, **overrides: Any) -> "Engine":
+        """An engine with some settings changed that shares this one's loaded embedder, index and retriever
+        (the store settings must stay the same)."""
+        engine = Engine(Settings.model_validate({**dict(self.settings), **overrides}))
+        engine._embedder, engine._index, engine._retriever = self._embedder, self._index, self._retriever
+        return engine
 
     @property
     def index(self) -> PaperIndex:
@@ -93,35 +110,115 @@ class Engine:
                 self._retriever.refresh()
         return stats
 
+    @property
+    def llm(self) -> ChatClient | None:
+        """The chat client when an LLM is configured (`llm_model`), else None (extractive answers)."""
+        if not self.settings.llm_enabled:
+            return None
+        with self._lock:
+            if self._llm is None:
+                self.templates = prompts.load(self.settings)
+                self._llm = ChatClient(self.settings)
+            return self._llm
+
     def ask(self, question: str, history: list[dict[str, Any]] | None = None, k: int | None = None,
             decision: str | None = None) -> Answer:
         """Answer a question from the indexed abstracts, with citations. Raises QuestionError on empty input."""
+        for event in self.stream(question, history, k, decision):
+            if isinstance(event, Answer):
+                return event
+        raise AssertionError("stream() ends with an Answer")
+
+    def stream(self, question: str, history: list[dict[str, Any]] | None = None, k: int | None = None,
+               decision: str | None = None) -> Iterator[Delta | Restart | Answer]:
+        """Like `ask`, but yields the answer text as it is written (`Delta`), a `Restart` if the LLM fails
+        mid-answer and an extractive answer replaces it, and last the complete `Answer`."""
         started = time.perf_counter()
         question, notices = clean_question(question)
-        query = standalone_question(question, history)
+        llm = self.llm
+        query, fallback = self._standalone(question, history, llm)
         retriever = self.retriever
         loaded = time.perf_counter()
         retrieval = retriever.retrieve(query, k or self.settings.k, decision or None)
         retrieved = time.perf_counter()
         sources = sources_from(retrieval)
-        if should_abstain(retrieval, self.settings):
-            text, cited = abstention_text(sources), []
-            abstained = True
-        else:
-            text, cited = extractive(retrieval, self.settings)
-            abstained = not cited
-            if abstained:
-                text = abstention_text(sources)
-        done = time.perf_counter()
         by_n = {s.n: s for s in sources}
-        return Answer(
-            question=question, answer=text, mode="extractive", abstained=abstained,
-            citations=[by_n[n] for n in cited], sources=sources,
-            timings={"load_ms": _ms(started, loaded), "retrieve_ms": _ms(loaded, retrieved),
-                     "answer_ms": _ms(retrieved, done), "total_ms": _ms(started, done)},
-            confidence=round(retrieval.confidence, 4),
-            retrieval_query=query if query != question else "", notices=notices,
-        )
+        answer = Answer(question=question, answer="", mode="extractive", abstained=True, citations=[],
+                        sources=sources, confidence=round(retrieval.confidence, 4),
+                        retrieval_query=query if query != question else "", notices=notices,
+                        fallback_reason=fallback)
+        timings = {"load_ms": _ms(started, loaded), "retrieve_ms": _ms(loaded, retrieved)}
+
+        if should_abstain(retrieval, self.settings):
+            answer.answer = abstention_text(sources)
+            yield Delta(answer.answer)
+        elif llm is not None and not fallback:
+            completion = Completion()
+            stream = StreamFilter(set(by_n))
+            streamed = False
+            try:
+                messages = [{"role": "system", "content": self.templates["system"]},
+                            {"role": "user", "content": prompts.fill(
+                                self.templates["answer"], sources=prompts.render_sources(sources),
+                                question=question)}]
+                for delta in llm.stream(messages, completion):
+                    text = stream.feed(delta)
+                    if text:
+                        streamed = True
+                        yield Delta(text)
+                tail, cleaned = stream.finish()
+                if tail:
+                    yield Delta(tail)
+                if not cleaned.text.strip():
+                    raise LLMError("the LLM endpoint returned an empty answer")
+                if not cleaned.cited and not NO_ANSWER.search(cleaned.text):
+                    # Every claim must carry a citation; an answer citing nothing (a model that ignored the
+                    # prompt, or obeyed instructions hidden in an abstract) is not shown as an answer.
+                    raise LLMError("the LLM's answer cited none of the sources")
+            except LLMError as exc:
+                answer.fallback_reason = str(exc)
+                if streamed:
+                    yield Restart(answer.fallback_reason)
+            else:
+                answer.mode, answer.model, answer.answer = "llm", llm.model, cleaned.text.strip()
+                answer.fabricated = cleaned.fabricated
+                answer.citations = [by_n[n] for n in cleaned.cited]
+                answer.abstained = not cleaned.cited
+                answer.unsupported = [] if answer.abstained else retriever.unsupported(
+                    answer.answer, {n: s.text for n, s in by_n.items()}, self.settings.support_threshold)
+                answer.usage = {"prompt_tokens": completion.usage.prompt_tokens,
+                                "completion_tokens": completion.usage.completion_tokens}
+                if completion.first_token_at is not None:
+                    timings["ttft_ms"] = _ms(started, completion.first_token_at)
+        if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
+            if answer.fallback_reason:
+                answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
+                                      "showing sentences quoted from the abstracts instead.")
+            text, cited = extractive(retrieval, self.settings)
+            answer.abstained = not cited
+            answer.answer = text if cited else abstention_text(sources)
+            answer.citations = [by_n[n] for n in cited]
+            yield Delta(answer.answer)
+        done = time.perf_counter()
+        timings["answer_ms"] = _ms(retrieved, done)
+        timings["total_ms"] = _ms(started, done)
+        answer.timings = timings
+        yield answer
+
+    def _standalone(self, question: str, history: list[dict[str, Any]] | None,
+                    llm: ChatClient | None) -> tuple[str, str]:
+        """(query to retrieve with, fallback reason). With an LLM, it rewrites follow-ups itself."""
+        turns = [t for t in history or [] if t.get("role") in ("user", "assistant") and t.get("content")]
+        if llm is None or not turns:
+            return standalone_question(question, turns), ""
+        transcript = "\n".join(f"{t['role']}: {' '.join(str(t['content']).split())[:1000]}" for t in turns[-6:])
+        prompt = prompts.fill(self.templates["condense"], history=transcript, question=question)
+        try:
+            rewritten = llm.complete([{"role": "user", "content": prompt}], max_tokens=96)
+        except LLMError as exc:
+            return standalone_question(question, turns), str(exc)
+        rewritten = " ".join(rewritten.split()).strip('"')[:MAX_QUESTION_CHARS]
+        return rewritten or question, ""
 
     def stats(self) -> dict[str, Any]:
         papers = self.index.all_papers()

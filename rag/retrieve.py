@@ -192,3 +192,22 @@ class HybridRetriever:
             self._sentence_cache.update(zip(missing, vectors))
         return np.stack([self._sentence_cache[s] for s in sentences])
 
+
+    def unsupported(self, answer: str, abstracts: dict[int, str], threshold: float) -> list[str]:
+        """Sentences of a generated answer whose best cosine to any sentence of the abstracts they cite is below
+        `threshold` (uncited sentences are not checked: nothing claims support for them)."""
+        weak = []
+        for sentence in split_sentences(answer):
+            cited = [int(n) for group in re.findall(r"\[([\d,\s]+)\]", sentence)
+                     for n in group.split(",") if n.strip().isdigit()]
+            texts = [abstracts[n] for n in cited if n in abstracts]
+            if not texts:
+                continue
+            claim = re.sub(r"\s*\[[\d,\s]+\]", "", sentence).strip()
+            candidates = [s for text in texts for s in split_sentences(text)]
+            if not claim or not candidates:
+                continue
+            claim_vector = self.index.embedder.embed([claim])[0]
+            if float((self._sentence_vectors(candidates) @ claim_vector).max()) < threshold:
+                weak.append(sentence)
+        return weak
