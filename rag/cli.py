@@ -40,6 +40,19 @@ def store_options(func: Callable) -> Callable:
     return func
 
 
+def llm_options(func: Callable) -> Callable:
+    """The flags that switch answers to an LLM behind an OpenAI-compatible endpoint."""
+    for option in reversed([
+        _setting_option("llm_model", "Model name at the endpoint; setting it turns on LLM answers."),
+        _setting_option("llm_base_url", "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (Ollama)."),
+        _setting_option("llm_timeout", "Seconds to wait for the first token or between tokens (default 60).",
+                        type=float),
+        _setting_option("prompts_dir", "Directory overriding prompts/*.txt.", type=click.Path(path_type=Path)),
+    ]):
+        func = option(func)
+    return func
+
+
 def _engine(**overrides: Any):
     from rag.engine import Engine
 
@@ -83,7 +96,9 @@ def main(traceback: bool) -> None:
       rag serve                              # web chat on http://127.0.0.1:7860
 
     Everything runs offline by default: embeddings come from a model shipped in a PyPI package, the index
-    is a Chroma store in ./.rag, and answers are extractive (cited sentences from the abstracts).
+    is a Chroma store in ./.rag, and answers are extractive (cited sentences from the abstracts). Set
+    --llm-model / RAG_LLM_MODEL (and --llm-base-url / OPENAI_BASE_URL, OPENAI_API_KEY) to have an LLM write
+    the answers from the same sources; if it fails, the extractive answer is shown instead.
     """
 
 
@@ -146,6 +161,7 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
 @click.option("--batch", type=click.File("r"), default=None,
               help='Answer many questions, loading everything once: one {"question": ..., "history": [...]} '
                    "per line in, one JSON answer per line out (needs --json).")
+@llm_options
 @store_options
 @friendly_errors
 def ask(question: str | None, as_json: bool, k: int | None, decision: str | None, history, batch,
@@ -171,11 +187,27 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
     if batch is not None:
         sys.exit(_ask_batch(engine, batch, decision))
     turns = _load_history(history) if history else None
-    answer = engine.ask(question, history=turns, decision=decision)
     if as_json:
-        click.echo(json.dumps(answer.to_dict(), ensure_ascii=False))
+        click.echo(json.dumps(engine.ask(question, history=turns, decision=decision).to_dict(), ensure_ascii=False))
     else:
-        click.echo(render_text(answer))
+        stream_to_terminal(engine, question, turns, decision)
+
+
+def stream_to_terminal(engine, question: str, history, decision: str | None = None):
+    """Print the answer as it is written, then its sources. Returns the final Answer."""
+    from rag.answer import Answer, Delta, Restart
+
+    answer = None
+    for event in engine.stream(question, history=history, decision=decision):
+        if isinstance(event, Delta):
+            click.echo(event.text, nl=False)
+        elif isinstance(event, Restart):
+            click.echo(f"\n[the LLM stopped: {event.reason}]", err=True)
+        elif isinstance(event, Answer):
+            answer = event
+    click.echo("\n")
+    click.echo(render_sources(answer))
+    return answer
 
 
 def _ask_batch(engine, lines, decision: str | None) -> int:
@@ -216,9 +248,15 @@ def _check_history(turns: Any) -> list[dict[str, Any]] | None:
 
 
 def render_text(answer) -> str:
-    lines = [answer.answer, ""]
-    for notice in answer.notices:
-        lines.insert(0, f"note: {notice}")
+    return f"{answer.answer}\n\n{render_sources(answer)}".rstrip()
+
+
+def render_sources(answer) -> str:
+    lines = [f"note: {notice}" for notice in answer.notices]
+    if answer.fabricated:
+        lines.append(f"note: removed {answer.fabricated} citation(s) to sources that were not given")
+    for sentence in answer.unsupported:
+        lines.append(f"note: weakly supported by its sources: {sentence}")
     shown = answer.sources if answer.abstained else answer.citations
     if shown:
         lines.append("Nearest papers:" if answer.abstained else "Sources:")
@@ -227,7 +265,50 @@ def render_text(answer) -> str:
         lines.append(f"[{s.n}] {s.title}" + (f" ({meta})" if meta else ""))
         if not s.has_title:
             lines.append(f"    {s.text[:160]}{'…' if len(s.text) > 160 else ''}")
+    mode = f"{answer.model} via LLM" if answer.mode == "llm" else "extractive"
+    lines.append(f"({mode}, {answer.timings.get('total_ms', 0):.0f} ms)")
     return "\n".join(lines).rstrip()
+
+
+@main.command()
+@_setting_option("k", "How many papers to retrieve (default 5).", type=int)
+@click.option("--decision", default=None, help='Only papers with this decision, e.g. "Accept (Oral)".')
+@llm_options
+@store_options
+@friendly_errors
+def chat(k: int | None, decision: str | None, **settings: Any) -> None:
+    """Chat in the terminal: ask, then ask follow-ups ("What dataset did they use?").
+
+    The conversation lives in this session only. Type /reset to start over, /quit (or Ctrl-D) to leave.
+    """
+    from rag.engine import QuestionError
+
+    engine = _engine(k=k, **settings)
+    if engine.is_empty():
+        raise click.ClickException(f"the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first")
+    mode = f"LLM {engine.settings.llm_model}" if engine.settings.llm_enabled else "extractive (no LLM configured)"
+    click.echo(f"{engine.index.count()} papers, answers: {mode}. /reset starts over, /quit leaves.")
+    history: list[dict[str, str]] = []
+    while True:
+        try:
+            question = click.prompt("\n?", prompt_suffix=" ", default="", show_default=False)
+        except (EOFError, click.Abort):
+            click.echo()
+            return
+        if question.strip() in ("/quit", "/exit"):
+            return
+        if question.strip() == "/reset":
+            history.clear()
+            click.echo("(new conversation)")
+            continue
+        if not question.strip():
+            continue
+        try:
+            answer = stream_to_terminal(engine, question, history, decision)
+        except QuestionError as exc:
+            click.echo(str(exc), err=True)
+            continue
+        history += [{"role": "user", "content": question}, {"role": "assistant", "content": answer.answer}]
 
 
 @main.command()
@@ -251,6 +332,7 @@ def stats(as_json: bool, **settings: Any) -> None:
 @main.command()
 @_setting_option("host", "Address to bind (default 127.0.0.1).")
 @_setting_option("port", "Port (default 7860).", type=int)
+@llm_options
 @store_options
 @friendly_errors
 def serve(**settings: Any) -> None:

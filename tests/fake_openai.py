@@ -162,10 +162,10 @@ class FakeOpenAI:
                     if mode == "malformed" and i == 1:
                         self._chunk("data: {not json\n\n")
                     delta = {"content": piece} if i else {"role": "assistant", "content": piece}
-                    self._chunk("data: " + json.dumps({**base, "choices": [
-                        {"index": 0, "delta": delta, "finish_reason": None}]}) + "\n\n")
                     if i == 0:
                         server.first_chunk_sent.append(time.perf_counter())
+                    self._chunk("data: " + json.dumps({**base, "choices": [
+                        {"index": 0, "delta": delta, "finish_reason": None}]}) + "\n\n")
                     if mode == "cut" and i == 1:
                         self.connection.shutdown(socket.SHUT_RDWR)
                         self.close_connection = True

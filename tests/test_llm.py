@@ -144,3 +144,61 @@ def test_weakly_supported_sentences_are_listed(seed_engine):
     text = ("Switch Sparse Autoencoders route activations between smaller expert SAEs [1]. "
             "The moon is made of green cheese and orbits Jupiter [1].")
     assert retriever.unsupported(text, abstracts, 0.45) == ["The moon is made of green cheese and orbits Jupiter [1]."]
+
+
+def _cli(args, env, input=None):
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    return subprocess.run([sys.executable, str(ROOT / "tests" / "netaudit.py"), env.pop("_report"), "--", *args],
+                          capture_output=True, text=True, cwd=ROOT, input=input, timeout=300,
+                          env={**os.environ, **env})
+
+
+def test_rag_ask_streams_the_llm_answer_and_never_prints_the_key(seed_engine, server, tmp_path):
+    report = tmp_path / "net.jsonl"
+    env = {"_report": str(report), "RAG_LLM_MODEL": "fake-chat", "OPENAI_BASE_URL": server.base_url,
+           "OPENAI_API_KEY": KEY, "RAG_DATA_DIR": str(seed_engine.settings.data_dir)}
+    result = _cli(["ask", SAE], dict(env))
+    assert result.returncode == 0, result.stderr
+    assert "Switch Sparse Autoencoders" in result.stdout and "[1]" in result.stdout
+    assert "(fake-chat via LLM" in result.stdout
+    as_json = json.loads(_cli(["ask", "--json", SAE], dict(env)).stdout)
+    assert as_json["mode"] == "llm" and as_json["usage"]["completion_tokens"] > 0 and "ttft_ms" in as_json["timings"]
+    server.mode = "500"
+    failed = _cli(["--traceback", "ask", SAE, "--llm-timeout", "2"], {**env, "RAG_LLM_MAX_RETRIES": "0"})
+    assert failed.returncode == 0 and "HTTP 500" in failed.stdout and "extractive" in failed.stdout
+    for out in (result.stdout, result.stderr, failed.stdout, failed.stderr, json.dumps(as_json)):
+        assert KEY not in out
+    assert report.read_text() == ""  # nothing but 127.0.0.1
+
+
+def test_rag_chat_keeps_the_conversation_for_follow_ups(seed_engine, server, tmp_path):
+    env = {"_report": str(tmp_path / "net.jsonl"), "RAG_LLM_MODEL": "fake-chat", "OPENAI_BASE_URL": server.base_url,
+           "RAG_DATA_DIR": str(seed_engine.settings.data_dir)}
+    first = "Which paper introduces a billion-scale time series foundation model?"
+    result = _cli(["chat"], env, input=f"{first}\nWhat dataset did they use?\n/reset\n/quit\n")
+    assert result.returncode == 0, result.stderr
+    assert "answers: LLM fake-chat" in result.stdout and "(new conversation)" in result.stdout
+    rewrite = [r for r in server.chat_requests() if not r["body"].get("stream")]
+    assert len(rewrite) == 1 and first in rewrite[0]["body"]["messages"][0]["content"]
+    assert result.stdout.count("[1] 000_iclr2025_abstracts.txt #16") == 2  # Time-MoE, first for both questions
+
+
+def test_the_web_chat_streams_llm_answers(seed_engine, server):
+    from ui.app import build
+
+    engine = llm_engine(seed_engine, server.base_url)
+    server.chunk_delay = 0.02
+    demo = build(engine)
+    respond = demo.fn
+    updates = list(respond(SAE, []))
+    assert len(updates) > 2  # partial texts, then the final one with sources
+    assert all(len(a) <= len(b) for a, b in zip(updates[:-2], updates[1:-1]))  # the text grows
+    assert "**Sources**" in updates[-1] and "fake-chat (LLM)" in updates[-1]
+    server.mode = "cut"
+    final = list(respond(SAE, []))[-1]
+    assert "The LLM could not answer" in final and "[1]" in final and "extractive" in final

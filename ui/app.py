@@ -13,7 +13,7 @@ from typing import Any
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
 
-from rag.answer import Answer
+from rag.answer import Answer, Delta, Restart
 from rag.engine import Engine, QuestionError
 
 EXAMPLES = [
@@ -28,6 +28,8 @@ def render_markdown(answer: Answer) -> str:
     parts = [html.escape(answer.answer)]
     for notice in answer.notices:
         parts.insert(0, f"*{html.escape(notice)}*")
+    if answer.fabricated:
+        parts.append(f"*Removed {answer.fabricated} citation(s) to sources that were not retrieved.*")
     shown = answer.sources if answer.abstained else answer.citations
     if shown:
         parts.append("**Nearest papers**" if answer.abstained else "**Sources**")
@@ -39,6 +41,8 @@ def render_markdown(answer: Answer) -> str:
             if not s.has_title:
                 line += f"<br>*{html.escape(s.snippet[:200])}*"
             parts.append(line)
+    mode = f"{answer.model} (LLM)" if answer.mode == "llm" else "extractive"
+    parts.append(f"<sub>{html.escape(mode)} · {answer.timings.get('total_ms', 0):.0f} ms</sub>")
     return "\n\n".join(parts)
 
 
@@ -51,17 +55,28 @@ def _text_of(content: Any) -> str:
 
 
 def build(engine: Engine) -> gr.ChatInterface:
-    def respond(message: str, history: list[dict[str, Any]]) -> str:
+    def respond(message: str, history: list[dict[str, Any]]):
+        """Stream the answer as it is written (Gradio shows each yielded text), then the cited papers."""
         turns = [{"role": t.get("role"), "content": _text_of(t.get("content"))} for t in history or []]
+        text = ""
         try:
-            return render_markdown(engine.ask(message, history=turns))
+            for event in engine.stream(message, history=turns):
+                if isinstance(event, Delta):
+                    text += event.text
+                    yield html.escape(text)
+                elif isinstance(event, Restart):
+                    text = ""
+                elif isinstance(event, Answer):
+                    yield render_markdown(event)
         except QuestionError as exc:
-            return str(exc)
+            yield str(exc)
 
     return gr.ChatInterface(
         respond,
         title="Ask the ICLR 2025 abstracts",
-        description="Answers quote the abstracts and cite them as [n]. Extractive mode: no LLM configured.",
+        description=("Answers cite the abstracts as [n]. " + (
+            f"Written by {engine.settings.llm_model} from the retrieved abstracts." if engine.settings.llm_enabled
+            else "Extractive mode (no LLM configured): sentences quoted from the retrieved abstracts.")),
         examples=EXAMPLES,
         cache_examples=False,
         api_name="ask",
