@@ -122,15 +122,17 @@ class Engine:
             return self._llm
 
     def ask(self, question: str, history: list[dict[str, Any]] | None = None, k: int | None = None,
-            decision: str | None = None) -> Answer:
-        """Answer a question from the indexed abstracts, with citations. Raises QuestionError on empty input."""
-        for event in self.stream(question, history, k, decision):
+            decision: str | list[str] | None = None, author: str | None = None) -> Answer:
+        """Answer a question from the indexed abstracts, with citations. Raises QuestionError on empty input.
+        `decision` (one or several) and `author` (a substring of an author's name) restrict the papers."""
+        for event in self.stream(question, history, k, decision, author):
             if isinstance(event, Answer):
                 return event
         raise AssertionError("stream() ends with an Answer")
 
     def stream(self, question: str, history: list[dict[str, Any]] | None = None, k: int | None = None,
-               decision: str | None = None) -> Iterator[Delta | Restart | Answer]:
+               decision: str | list[str] | None = None, author: str | None = None
+               ) -> Iterator[Delta | Restart | Answer]:
         """Like `ask`, but yields the answer text as it is written (`Delta`), a `Restart` if the LLM fails
         mid-answer and an extractive answer replaces it, and last the complete `Answer`."""
         started = time.perf_counter()
@@ -139,7 +141,9 @@ class Engine:
         query, fallback = self._standalone(question, history, llm)
         retriever = self.retriever
         loaded = time.perf_counter()
-        retrieval = retriever.retrieve(query, k or self.settings.k, decision or None)
+        decisions = [decision] if isinstance(decision, str) else list(decision or [])
+        retrieval = retriever.retrieve(query, k or self.settings.k, [d for d in decisions if d] or None,
+                                       author or None)
         retrieved = time.perf_counter()
         sources = sources_from(retrieval)
         by_n = {s.n: s for s in sources}

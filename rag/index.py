@@ -244,18 +244,22 @@ class PaperIndex:
         papers = [_stored(pid, doc, meta) for pid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])]
         return sorted(papers, key=lambda p: p.paper_id)
 
-    def query_chunks(self, vector: list[float], n: int, decision: str | None = None) -> list[tuple[str, float]]:
-        """The `n` nearest chunks as (paper_id, cosine similarity), best first."""
+    def query_chunks(self, vector: list[float], n: int, decisions: list[str] | None = None,
+                     paper_ids: list[str] | None = None) -> list[tuple[str, float]]:
+        """The `n` nearest chunks as (paper_id, cosine similarity), best first, optionally only of papers with
+        one of `decisions` and/or among `paper_ids`."""
         from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
         from llama_index.core.vector_stores.types import VectorStoreQuery
 
         total = self.chunks.count()
-        if total == 0:
+        if total == 0 or paper_ids == []:
             return []
-        filters = None
-        if decision:
-            filters = MetadataFilters(filters=[MetadataFilter(key="decision", value=decision,
-                                                              operator=FilterOperator.EQ)])
+        conditions = []
+        if decisions:
+            conditions.append(MetadataFilter(key="decision", value=list(decisions), operator=FilterOperator.IN))
+        if paper_ids is not None:
+            conditions.append(MetadataFilter(key="paper_id", value=list(paper_ids), operator=FilterOperator.IN))
+        filters = MetadataFilters(filters=conditions) if conditions else None
         result = self.vector_store.query(VectorStoreQuery(query_embedding=vector, similarity_top_k=min(n, total),
                                                           filters=filters))
         # ChromaVectorStore reports exp(-distance); with cosine space, distance = 1 - cos.

@@ -26,6 +26,7 @@ from rag.index import PaperIndex, StoredPaper
 
 _STEMMER = Stemmer.Stemmer("english")
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
+_MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
 SNIPPET_PAPERS = 3  # the top papers whose sentences are embedded; the rest get lexical snippets
 # A method or dataset name as users type it: CatVTON, BirdSet, Time-MoE, X-ALMA, TEAL, Scylla (not sentence-initial).
 _NAME = re.compile(r"(?<![\w-])(?:[A-Za-z]+[A-Z][\w-]*|[A-Z][A-Z0-9-]{2,}|[A-Z][a-z]+(?:-[A-Za-z0-9]+)*)(?![\w-])")
@@ -113,23 +114,35 @@ class HybridRetriever:
     def papers(self) -> list[StoredPaper]:
         return self.state.papers
 
-    def retrieve(self, question: str, k: int = 5, decision: str | None = None) -> Retrieval:
+    def retrieve(self, question: str, k: int = 5, decisions: list[str] | None = None,
+                 author: str | None = None) -> Retrieval:
+        """The top-k papers for a question, optionally only papers with one of `decisions` and an author whose
+        name contains `author` (case-insensitive)."""
         vector = self.index.embedder.embed([question])[0]
         state = self.state
         if not state.papers:
             return Retrieval(question, [], 0.0, vector)
+        allowed = None  # boolean mask over state.papers, when filtered
+        if decisions:
+            allowed = np.isin(state.decisions, list(decisions))
+        if author and author.strip():
+            needle = author.strip().casefold()
+            by_author = np.array([any(needle in a.casefold() for a in p.authors) for p in state.papers])
+            allowed = by_author if allowed is None else allowed & by_author
+        paper_ids = None
+        if author and allowed is not None:  # few papers: let Chroma search only theirs
+            paper_ids = [state.papers[i].paper_id for i in np.flatnonzero(allowed)][:_MAX_ID_FILTER]
         dense_ranked: dict[str, float] = {}
-        for pid, sim in self.index.query_chunks(vector.tolist(), self.candidates, decision):
+        for pid, sim in self.index.query_chunks(vector.tolist(), self.candidates, decisions or None, paper_ids):
             if pid in state.position and pid not in dense_ranked:
-                dense_ranked[pid] = sim
+                if allowed is None or allowed[state.position[pid]]:
+                    dense_ranked[pid] = sim
         best_dense = max(dense_ranked.values(), default=0.0)
 
         lexical_ranked: dict[str, float] = {}
         terms = tokenize([question])[0]
         if terms and state.bm25 is not None:
-            mask = None
-            if decision:
-                mask = (state.decisions == decision).astype(np.float32)
+            mask = None if allowed is None else allowed.astype(np.float32)
             scores = state.bm25.get_scores(terms, weight_mask=mask)
             top = np.argsort(-scores, kind="stable")[: self.candidates]
             lexical_ranked = {state.papers[i].paper_id: float(scores[i]) for i in top if scores[i] > 0}

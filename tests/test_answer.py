@@ -115,3 +115,19 @@ def test_k_and_the_decision_filter(tmp_path):
     top = engine.ask("virtual try-on by concatenating garment and person images").sources[0]
     assert top.title.startswith("CatVTON") and top.url == "https://openreview.net/forum?id=jt1h2dnmng"
     assert top.decision == "Accept (Poster)" and top.authors and top.has_title
+
+
+def test_author_and_several_decisions_filter_the_papers(tmp_path):
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
+    catvton = next(r for r in records if r["title"].startswith("CatVTON"))
+    author = catvton["authors"][0]
+    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine.ingest([DATA / "papers_small.jsonl"])
+    by_author = engine.ask("diffusion models", author=author.upper()[1:-1])
+    assert by_author.sources and all(any(author[1:-1].lower() in a.lower() for a in s.authors)
+                                     for s in by_author.sources)
+    assert by_author.sources[0].title == catvton["title"]
+    nobody = engine.ask("diffusion models", author="No Such Person")
+    assert nobody.sources == [] and nobody.abstained
+    both = engine.ask("diffusion", decision=["Accept (Oral)", "Accept (Spotlight)"], k=8)
+    assert len(both.sources) == 4 and {s.decision for s in both.sources} == {"Accept (Oral)", "Accept (Spotlight)"}
