@@ -8,7 +8,7 @@ SEEDS  := seeds
 CORPUS ?= ../shared/corpus/iclr2025.jsonl
 
 .DEFAULT_GOAL := help
-.PHONY: help install run ingest test eval clean
+.PHONY: help install run ingest test chromium eval clean
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -28,8 +28,13 @@ run: $(STAMP) ## Install, ingest seeds/ if the index is empty, start the web cha
 ingest: $(STAMP) ## Ingest seeds/ (or PATHS="a.jsonl dir/") into the index
 	$(BIN)/rag ingest $(or $(PATHS),$(SEEDS))
 
-test: $(STAMP) ## Install what the tests need, then run them
+test: $(STAMP) chromium ## Install what the tests need (chromium too), then run them
 	$(BIN)/python -m pytest
+
+# The browser tests drive Debian's chromium with Playwright; no browser download.
+chromium:
+	@command -v chromium >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
 eval: $(STAMP) ## Dev-question hit@1/hit@5 on the seeds and on the 2,114-paper corpus (needs ../shared)
 	$(BIN)/python eval/run.py --corpus $(CORPUS)

@@ -73,6 +73,8 @@ class Settings(BaseModel):
     # Web app
     host: str = Field("127.0.0.1", description="Address the web chat binds to.")
     port: int = Field(7860, ge=1, le=65535)
+    auth: SecretStr | None = Field(None, description='"user:password" to require a login for the web chat and API.')
+    concurrency: int = Field(10, ge=1, le=256, description="Questions the web chat answers at the same time.")
 
     @classmethod
     def load(cls, **overrides: Any) -> "Settings":
@@ -91,7 +93,8 @@ class Settings(BaseModel):
                 name = str(err["loc"][0]) if err["loc"] else "?"
                 flag = "--" + name.replace("_", "-")
                 var = ENV_VARS.get(name, "")
-                problems.append(f"{flag} / {var}: {err['msg']} (got {err.get('input')!r})")
+                got = "" if name in ("llm_api_key", "embed_api_key", "auth") else f" (got {err.get('input')!r})"
+                problems.append(f"{flag} / {var}: {err['msg']}{got}")
             raise ConfigError("invalid setting: " + "; ".join(problems)) from None
 
     @property
@@ -131,5 +134,7 @@ ENV_VARS: dict[str, str] = {
     "support_threshold": "RAG_SUPPORT_THRESHOLD",
     "host": "RAG_HOST",
     "port": "RAG_PORT",
+    "auth": "RAG_AUTH",
+    "concurrency": "RAG_CONCURRENCY",
 }
 assert set(ENV_VARS) == set(Settings.model_fields), "every setting needs an environment variable"

@@ -187,18 +187,3 @@ def test_rag_chat_keeps_the_conversation_for_follow_ups(seed_engine, server, tmp
     assert len(rewrite) == 1 and first in rewrite[0]["body"]["messages"][0]["content"]
     assert result.stdout.count("[1] 000_iclr2025_abstracts.txt #16") == 2  # Time-MoE, first for both questions
 
-
-def test_the_web_chat_streams_llm_answers(seed_engine, server):
-    from ui.app import build
-
-    engine = llm_engine(seed_engine, server.base_url)
-    server.chunk_delay = 0.02
-    demo = build(engine)
-    respond = demo.fn
-    updates = list(respond(SAE, []))
-    assert len(updates) > 2  # partial texts, then the final one with sources
-    assert all(len(a) <= len(b) for a, b in zip(updates[:-2], updates[1:-1]))  # the text grows
-    assert "**Sources**" in updates[-1] and "fake-chat (LLM)" in updates[-1]
-    server.mode = "cut"
-    final = list(respond(SAE, []))[-1]
-    assert "The LLM could not answer" in final and "[1]" in final and "extractive" in final

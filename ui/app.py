@@ -1,13 +1,24 @@
-"""The web chat: a Gradio `ChatInterface` over `Engine.ask`, showing the answer and the papers it cites.
+"""The web chat: Gradio Blocks over `Engine.stream`, a thin shell that only renders what the library returns.
 
-Per-session history only (Gradio passes each browser session's own history to `respond`); nothing is shared
-between users but the read-only index. Binds 127.0.0.1 unless `RAG_HOST` / `--host` says otherwise; Gradio's
-analytics are off (see `rag/__init__.py`) and `share` is never used.
+- The answer streams into the chat; each [n] links to a source card (title or label, authors, decision badge,
+  OpenReview link, the best-matching snippet with the question's terms highlighted, the score, and the whole
+  abstract on expand). Latency, tokens and which mode answered show under each answer.
+- Filters (decision, author), the number of papers, example questions, export (Markdown, JSON), feedback
+  (stored as JSON lines in the data dir), and a named API endpoint `/ask` returning the `Answer` as JSON.
+- Per-session state only: Gradio hands each browser session its own history; the engine keeps none.
+- Safety: binds 127.0.0.1 unless RAG_HOST says otherwise, optional login (RAG_AUTH=user:password), never
+  `share`, analytics off (rag/__init__.py). Every piece of paper text is HTML-escaped before it is rendered.
 """
 
 from __future__ import annotations
 
 import html
+import json
+import re
+import tempfile
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
@@ -15,35 +26,133 @@ import gradio as gr
 
 from rag.answer import Answer, Delta, Restart
 from rag.engine import Engine, QuestionError
+from rag.ingest import first_sentence
+from rag.retrieve import tokenize
 
 EXAMPLES = [
     "Is there work on making sparse autoencoders cheaper to train?",
     "Which papers use diffusion models for image restoration?",
     "How can language models evaluate their own answers without looking at the output?",
+    "Which papers propose benchmarks for multilingual language models?",
 ]
+DECISIONS = ["Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)"]
+
+CSS = """
+.src-card {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 10px 12px; margin: 0 0 10px 0;}
+.src-card:target {outline: 2px solid var(--color-accent); }
+.src-head {display: flex; gap: 8px; align-items: baseline;}
+.src-n {font-weight: 700;}
+.src-title {font-weight: 600;}
+.src-preview {font-style: italic; font-size: 0.9em; margin-top: 2px;}
+.src-meta {font-size: 0.85em; opacity: 0.8; margin: 2px 0 6px 0;}
+.badge {font-size: 0.75em; padding: 1px 6px; border-radius: 10px; border: 1px solid currentColor; white-space: nowrap;}
+.badge-oral {color: #b45309;} .badge-spotlight {color: #7c3aed;} .badge-poster {color: #2563eb;}
+.src-snippet mark {background: #fde68a; color: inherit; padding: 0 1px;}
+.src-abstract {font-size: 0.9em; margin-top: 6px;}
+.turn-sources > summary {cursor: pointer; margin: 8px 0;}
+"""
 
 
-def render_markdown(answer: Answer) -> str:
-    """The answer, then the cited papers (or, after an abstention, the nearest ones). All paper text is escaped."""
-    parts = [html.escape(answer.answer)]
-    for notice in answer.notices:
-        parts.insert(0, f"*{html.escape(notice)}*")
-    if answer.fabricated:
-        parts.append(f"*Removed {answer.fabricated} citation(s) to sources that were not retrieved.*")
-    shown = answer.sources if answer.abstained else answer.citations
-    if shown:
-        parts.append("**Nearest papers**" if answer.abstained else "**Sources**")
-        for s in shown:
-            title = html.escape(s.title)
-            line = f"[{s.n}] [{title}]({s.url})" if s.url else f"[{s.n}] {title}"
-            if s.decision:
-                line += f" — {html.escape(s.decision)}"
-            if not s.has_title:
-                line += f"<br>*{html.escape(s.snippet[:200])}*"
-            parts.append(line)
-    mode = f"{answer.model} (LLM)" if answer.mode == "llm" else "extractive"
-    parts.append(f"<sub>{html.escape(mode)} · {answer.timings.get('total_ms', 0):.0f} ms</sub>")
+# ---- rendering (pure functions of an Answer) ------------------------------------------------------------
+
+_GENERIC = set(tokenize(["paper papers work works use used using make made method methods approach propose "
+                          "proposed study new show shown way there"])[0])
+
+
+def highlight(text: str, question: str) -> str:
+    """HTML-escaped `text` with the words that share a stem with the question's content terms in <mark>."""
+    terms = set(tokenize([question])[0]) - _GENERIC
+    out = []
+    for piece in re.split(r"(\w[\w-]*)", text):
+        if piece and re.match(r"\w", piece) and set(tokenize([piece])[0]) & terms:
+            out.append(f"<mark>{html.escape(piece)}</mark>")
+        else:
+            out.append(html.escape(piece))
+    return "".join(out)
+
+
+def _badge(decision: str) -> str:
+    kind = next((k for k in ("Oral", "Spotlight", "Poster") if k in decision), "")
+    label = kind or decision
+    return f'<span class="badge badge-{kind.lower()}">{html.escape(label)}</span>' if label else ""
+
+
+def source_cards(answer: dict, turn: int) -> str:
+    """The cards of one answer's sources: cited ones first, then the rest of what was retrieved."""
+    cited = {c["n"] for c in answer["citations"]}
+    ordered = sorted(answer["sources"], key=lambda s: (s["n"] not in cited, s["n"]))
+    cards = []
+    for s in ordered:
+        title = html.escape(s["title"])
+        link = (f' · <a href="{html.escape(s["url"], quote=True)}" target="_blank" rel="noopener noreferrer">'
+                "OpenReview</a>") if s["url"] else ""
+        authors = html.escape(", ".join(s["authors"][:8]) + (" …" if len(s["authors"]) > 8 else ""))
+        cards.append(
+            f'<div class="src-card" id="src-{turn}-{s["n"]}">'
+            f'<div class="src-head"><span class="src-n">[{s["n"]}]</span>'
+            f'<span class="src-title">{title}</span>{_badge(s["decision"])}</div>'
+            + ("" if s["has_title"] else f'<div class="src-preview">{html.escape(first_sentence(s["text"]))}</div>') +
+            f'<div class="src-meta">{authors or "authors unknown"}{link} · score {s["score"]:.2f}'
+            f'{" · cited" if s["n"] in cited else ""}</div>'
+            f'<div class="src-snippet">{highlight(s["snippet"], answer["question"])}</div>'
+            f'<details class="src-abstract"><summary>Abstract</summary>{html.escape(s["text"])}</details>'
+            "</div>")
+    return "\n".join(cards)
+
+
+def sources_panel(answers: list[dict]) -> str:
+    if not answers:
+        return '<p class="src-empty">Sources of the latest answer appear here.</p>'
+    latest = len(answers) - 1
+    parts = [f"<h3>Sources of answer {latest + 1}</h3>", source_cards(answers[latest], latest)]
+    for turn in range(latest - 1, -1, -1):
+        parts.append(f'<details class="turn-sources"><summary>Sources of answer {turn + 1}: '
+                     f'{html.escape(answers[turn]["question"][:80])}</summary>{source_cards(answers[turn], turn)}'
+                     "</details>")
+    return "\n".join(parts)
+
+
+def answer_markdown(answer: dict, turn: int) -> str:
+    """The chat message of a finished answer: escaped text with [n] linked to its card, notices, a footer."""
+    text = html.escape(answer["answer"])
+    text = re.sub(r"\[(\d+(?:, \d+)*)\]", lambda m: "[" + ", ".join(
+        f'<a href="#src-{turn}-{n}">{n}</a>' for n in m.group(1).split(", ")) + "]", text)
+    parts = [f"*{html.escape(n)}*" for n in answer["notices"]]
+    parts.append(text)
+    if answer["fabricated"]:
+        parts.append(f"*Removed {answer['fabricated']} citation(s) to papers that were not retrieved.*")
+    if answer["unsupported"]:
+        parts.append("*Weakly supported by the cited abstracts:* " + " ".join(
+            f"“{html.escape(u)}”" for u in answer["unsupported"]))
+    parts.append(f"<sub>{html.escape(footer(answer))}</sub>")
     return "\n\n".join(parts)
+
+
+def footer(answer: dict) -> str:
+    t, usage = answer["timings"], answer.get("usage") or {}
+    bits = [f"{answer['model']} (LLM)" if answer["mode"] == "llm" else "extractive"]
+    if "ttft_ms" in t:
+        bits.append(f"first token {t['ttft_ms']:.0f} ms")
+    bits.append(f"{t.get('total_ms', 0):.0f} ms")
+    if usage.get("prompt_tokens") is not None:
+        bits.append(f"{usage['prompt_tokens']} + {usage.get('completion_tokens') or 0} tokens")
+    if answer["abstained"]:
+        bits.append("not covered by the collection")
+    return " · ".join(bits)
+
+
+def export_markdown(answers: list[dict]) -> str:
+    lines = ["# Conversation", ""]
+    for i, a in enumerate(answers, start=1):
+        lines += [f"## Q{i}: {a['question']}", "", a["answer"], ""]
+        shown = a["sources"] if a["abstained"] else a["citations"]
+        if shown:
+            lines.append("Nearest papers:" if a["abstained"] else "Sources:")
+        for s in shown:
+            meta = ", ".join(x for x in (s["decision"], s["url"]) if x)
+            lines.append(f"- [{s['n']}] {s['title']}" + (f" ({meta})" if meta else ""))
+        lines += ["", f"_{footer(a)}_", ""]
+    return "\n".join(lines)
 
 
 def _text_of(content: Any) -> str:
@@ -51,42 +160,130 @@ def _text_of(content: Any) -> str:
         return content
     if isinstance(content, list):  # Gradio 6 content parts
         return " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+    if isinstance(content, dict):
+        return str(content.get("text", ""))
     return ""
 
 
-def build(engine: Engine) -> gr.ChatInterface:
-    def respond(message: str, history: list[dict[str, Any]]):
-        """Stream the answer as it is written (Gradio shows each yielded text), then the cited papers."""
-        turns = [{"role": t.get("role"), "content": _text_of(t.get("content"))} for t in history or []]
+# ---- the app ----------------------------------------------------------------------------------------------
+
+def build(engine: Engine) -> gr.Blocks:
+    settings = engine.settings
+    feedback_path = Path(settings.data_dir) / "feedback.jsonl"
+    feedback_lock = threading.Lock()
+    mode = (f"Answers written by **{html.escape(settings.llm_model)}** from the retrieved abstracts"
+            if settings.llm_enabled else "**Extractive — no LLM configured**: answers quote the retrieved abstracts")
+
+    def stream_answer(message: str, history: list[dict], answers: list[dict], decisions: list[str],
+                      author: str, k: float, request: gr.Request | None = None):
+        answers = list(answers or [])
+        history = list(history or [])
+        turns = [{"role": m.get("role"), "content": _text_of(m.get("content"))} for m in history]
+        history.append({"role": "user", "content": message})
+        history.append({"role": "assistant", "content": ""})
         text = ""
         try:
-            for event in engine.stream(message, history=turns):
+            for event in engine.stream(message, history=turns, k=int(k), decision=decisions or None,
+                                       author=author or None):
                 if isinstance(event, Delta):
                     text += event.text
-                    yield html.escape(text)
+                    history[-1] = {"role": "assistant", "content": html.escape(text)}
+                    yield history, answers, gr.skip(), gr.skip(), gr.skip(), ""
                 elif isinstance(event, Restart):
                     text = ""
                 elif isinstance(event, Answer):
-                    yield render_markdown(event)
+                    record = event.to_dict()
+                    answers.append(record)
+                    history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1)}
+                    md, js = _write_exports(answers, request)
+                    yield history, answers, sources_panel(answers), md, js, ""
         except QuestionError as exc:
-            yield str(exc)
+            history[-1] = {"role": "assistant", "content": html.escape(str(exc))}
+            yield history, answers, gr.skip(), gr.skip(), gr.skip(), ""
 
-    return gr.ChatInterface(
-        respond,
-        title="Ask the ICLR 2025 abstracts",
-        description=("Answers cite the abstracts as [n]. " + (
-            f"Written by {engine.settings.llm_model} from the retrieved abstracts." if engine.settings.llm_enabled
-            else "Extractive mode (no LLM configured): sentences quoted from the retrieved abstracts.")),
-        examples=EXAMPLES,
-        cache_examples=False,
-        api_name="ask",
-        analytics_enabled=False,
-        flagging_mode="never",
-    )
+    def _write_exports(answers: list[dict], request: gr.Request | None) -> tuple[str, str]:
+        folder = Path(tempfile.mkdtemp(prefix="rag-export-"))
+        md = folder / "conversation.md"
+        md.write_text(export_markdown(answers), encoding="utf-8")
+        js = folder / "conversation.json"
+        js.write_text(json.dumps({"exported": time.strftime("%Y-%m-%dT%H:%M:%S"), "answers": answers},
+                                 ensure_ascii=False, indent=1), encoding="utf-8")
+        return str(md), str(js)
+
+    def on_feedback(answers: list[dict], data: gr.LikeData, request: gr.Request):
+        turn = data.index if isinstance(data.index, int) else data.index[0]
+        number = turn // 2  # messages alternate: question, answer
+        if not answers or number >= len(answers):
+            return
+        answer = answers[number]
+        liked = data.liked if isinstance(data.liked, bool) else str(data.liked).lower() in ("like", "true")
+        line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "session": getattr(request, "session_hash", None),
+                "helpful": liked, "question": answer["question"], "answer": answer["answer"],
+                "mode": answer["mode"], "model": answer["model"],
+                "cited": [c["paper_id"] for c in answer["citations"]]}
+        with feedback_lock, feedback_path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+        gr.Info("Thanks, feedback saved.")
+
+    def ask_api(question: str, history: list[dict] | None = None, k: int = 5,
+                decisions: list[str] | None = None, author: str = "") -> dict:
+        """Answer a question from the indexed abstracts. history: [{"role": "user"|"assistant", "content": ...}].
+        Returns the Answer as JSON: answer, mode, abstained, citations, sources, timings."""
+        try:
+            return engine.ask(question, history=history or None, k=int(k) if k else None,
+                              decision=decisions or None, author=author or None).to_dict()
+        except QuestionError as exc:
+            raise gr.Error(str(exc)) from None
+
+    with gr.Blocks(title="Ask the ICLR 2025 abstracts", analytics_enabled=False) as demo:
+        answers = gr.State([])
+        gr.Markdown(f"## Ask the ICLR 2025 abstracts\n{mode}. Every claim cites a retrieved paper as [n].",
+                    elem_id="header")
+        with gr.Row():
+            with gr.Column(scale=3):
+                chatbot = gr.Chatbot(label="Conversation", height=560, elem_id="chat", sanitize_html=True,
+                                     feedback_options=("Like", "Dislike"), buttons=["copy"])
+                with gr.Row():
+                    box = gr.Textbox(placeholder="Ask about the papers…", show_label=False, scale=6,
+                                     elem_id="question", max_length=100_000, submit_btn=False)
+                    send = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
+                gr.Examples(EXAMPLES, inputs=box, label="Examples")
+                with gr.Row():
+                    export_md = gr.DownloadButton("Export Markdown", elem_id="export-md", size="sm")
+                    export_json = gr.DownloadButton("Export JSON", elem_id="export-json", size="sm")
+                    clear = gr.Button("New conversation", size="sm", elem_id="clear")
+            with gr.Column(scale=2):
+                with gr.Accordion("Filters", open=True):
+                    decisions = gr.CheckboxGroup(DECISIONS, label="Decision (none = all)", elem_id="decision")
+                    author = gr.Textbox(label="Author name contains", elem_id="author")
+                    k = gr.Slider(1, 20, value=settings.k, step=1, label="Papers to retrieve", elem_id="k")
+                cards = gr.HTML(sources_panel([]), elem_id="sources")
+
+        inputs = [box, chatbot, answers, decisions, author, k]
+        outputs = [chatbot, answers, cards, export_md, export_json, box]
+        for trigger in (send.click, box.submit):
+            trigger(stream_answer, inputs, outputs, api_visibility="private",
+                    concurrency_limit=settings.concurrency, concurrency_id="ask")
+        chatbot.like(on_feedback, [answers], None, api_visibility="private")
+        clear.click(lambda: ([], [], sources_panel([]), None, None), None,
+                    [chatbot, answers, cards, export_md, export_json], api_visibility="private")
+        gr.api(ask_api, api_name="ask", concurrency_limit=settings.concurrency, concurrency_id="ask")
+    return demo
 
 
-def launch(engine: Engine, block: bool = True) -> gr.ChatInterface:
+def launch(engine: Engine, block: bool = True) -> gr.Blocks:
+    """Load the index, then serve. `block=False` returns at once (tests)."""
+    engine.retriever  # load the embedder and index now, not on the first question
     demo = build(engine)
-    demo.launch(server_name=engine.settings.host, server_port=engine.settings.port, share=False,
-                prevent_thread_lock=not block, ssr_mode=False, mcp_server=False, quiet=not block)
+    auth = None
+    if engine.settings.auth:
+        user, _, password = engine.settings.auth.get_secret_value().partition(":")
+        auth = (user, password)
+    demo.queue(default_concurrency_limit=engine.settings.concurrency)
+    demo.launch(server_name=engine.settings.host, server_port=engine.settings.port, share=False, auth=auth,
+                prevent_thread_lock=True, ssr_mode=False, mcp_server=False, quiet=True, css=CSS,
+                footer_links=["api"])
+    if block:
+        print(f"Serving on http://{engine.settings.host}:{engine.settings.port} (Ctrl-C to stop)", flush=True)
+        demo.block_thread()
     return demo
