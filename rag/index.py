@@ -166,7 +166,8 @@ class PaperIndex:
             progress(0, len(todo))
         for start in range(0, len(todo), INGEST_BATCH):
             batch = todo[start:start + INGEST_BATCH]
-            self._delete([p.paper_id for p in batch if p.paper_id in stored])
+            # Also clears chunks a killed earlier run left behind without their paper record (the marker).
+            self._delete([p.paper_id for p in batch])
             stats.embedded_chunks += self._write(batch)
             done += len(batch)
             if progress:

@@ -1,0 +1,53 @@
+"""Crash safety: `rag ingest` killed with SIGKILL in the middle, then run again, ends with exactly one complete
+copy of every paper and does not embed again what was already committed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+
+from conftest import ROOT, seed_paragraphs
+
+from rag.config import Settings
+from rag.engine import Engine
+
+
+def test_kill_9_mid_ingest_then_rerun_gives_every_paper_exactly_once(tmp_path):
+    abstracts = seed_paragraphs("000_iclr2025_abstracts.txt") + seed_paragraphs("003_iclr2025_abstracts.txt")
+    path = tmp_path / "many.jsonl"
+    with path.open("w") as f:
+        for i in range(192):  # three batches of 64
+            f.write(json.dumps({"id": f"p{i:03d}", "title": f"Paper {i}",
+                                "abstract": f"{abstracts[i % len(abstracts)]} Variant {i}."}) + "\n")
+    data_dir = tmp_path / "index"
+    cmd = [sys.executable, "-m", "rag", "ingest", str(path), "--data-dir", str(data_dir)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    progress = ""
+    deadline = time.time() + 240
+    while "64/192" not in progress and time.time() < deadline:  # the first batch is committed
+        progress += os.read(proc.stderr.fileno(), 4096).decode(errors="replace")
+    time.sleep(1.5)  # into the second batch
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert "64/192" in progress and proc.returncode == -signal.SIGKILL
+
+    rerun = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert rerun.returncode == 0, rerun.stderr
+    summary = rerun.stdout.strip().splitlines()[-1]
+    added = int(summary.split("added ")[1].split(",")[0])
+    assert 0 < added <= 192 - 64, summary  # the committed batch was not embedded again
+
+    engine = Engine(Settings.load(data_dir=data_dir))
+    papers = engine.index.papers.get(include=["metadatas"])
+    assert sorted(papers["ids"]) == [f"p{i:03d}" for i in range(192)]
+    chunk_ids = engine.index.chunks.get(include=[])["ids"]
+    assert len(chunk_ids) == len(set(chunk_ids))
+    per_paper = Counter(i.split("#")[0] for i in chunk_ids)
+    assert {pid: meta["chunks"] for pid, meta in zip(papers["ids"], papers["metadatas"])} == dict(per_paper)
+    again = engine.ingest([path])
+    assert again.embedded_chunks == 0 and again.unchanged == 192
