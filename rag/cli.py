@@ -30,6 +30,8 @@ def store_options(func: Callable) -> Callable:
     """The flags every command shares: where the index is and how it is embedded."""
     for option in reversed([
         _setting_option("data_dir", "Directory of the index (default ./.rag).", type=click.Path(path_type=Path)),
+        _setting_option("chroma_url", "A Chroma server (`chroma run`) instead of the embedded store, "
+                                      "e.g. http://127.0.0.1:8000."),
         _setting_option("collection", "Chroma collection name (default papers)."),
         _setting_option("embedder", "minilm (offline, default) or openai (an OpenAI-compatible /v1/embeddings).",
                         type=click.Choice(["minilm", "openai"])),

@@ -23,6 +23,10 @@ class Settings(BaseModel):
 
     # Storage
     data_dir: Path = Field(Path(".rag"), description="Where the Chroma store and app state live.")
+    chroma_url: str | None = Field(
+        None, pattern=r"^https?://[^/\s:]+(:\d+)?/?$",
+        description="A Chroma server (`chroma run`), e.g. http://127.0.0.1:8000; default: the embedded store in "
+                    "data_dir.")
     collection: str = Field("papers", pattern=r"^[A-Za-z0-9._-]{3,512}$", description="Chroma collection name.")
 
     # Embeddings
@@ -109,6 +113,7 @@ class Settings(BaseModel):
 #: Environment variable for each field. CLI flags are the field names with dashes.
 ENV_VARS: dict[str, str] = {
     "data_dir": "RAG_DATA_DIR",
+    "chroma_url": "RAG_CHROMA_URL",
     "collection": "RAG_COLLECTION",
     "embedder": "RAG_EMBEDDER",
     "embed_base_url": "RAG_EMBED_BASE_URL",

@@ -76,21 +76,47 @@ class StoredPaper:
         return f"{self.title}\n{self.abstract}" if self.title else self.abstract
 
 
+SERVER_API_MAJOR = "1"  # what `chroma run` of chromadb 1.x reports from /api/v2/version
+
+
 def open_client(settings: Settings) -> Any:
-    """A Chroma client for the data dir, with telemetry off."""
+    """A Chroma client, with telemetry off: the embedded store in the data dir, or a server (`chroma_url`)."""
     import chromadb
     from chromadb.config import Settings as ChromaSettings
 
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if settings.chroma_url:
+        return _connect(settings.chroma_url, chroma_settings)
     try:
         settings.chroma_path.mkdir(parents=True, exist_ok=True)
-        return chromadb.PersistentClient(path=str(settings.chroma_path),
-                                         settings=ChromaSettings(anonymized_telemetry=False))
+        return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
     except PermissionError as exc:
         raise StoreError(f"cannot write the data dir {settings.data_dir}: {exc.strerror}. "
-                          "Choose another with --data-dir / RAG_DATA_DIR.") from None
+                         "Choose another with --data-dir / RAG_DATA_DIR.") from None
     except Exception as exc:  # chromadb raises many types for a damaged store
         raise StoreError(f"cannot open the index in {settings.chroma_path}: {' '.join(str(exc).split())[:300]}. "
-                          "If it is damaged, move it away and ingest again.") from None
+                         "If it is damaged, move it away and ingest again.") from None
+
+
+def _connect(url: str, chroma_settings: Any) -> Any:
+    import chromadb
+    from urllib.parse import urlparse
+
+    parts = urlparse(url)
+    ssl = parts.scheme == "https"
+    port = parts.port or (443 if ssl else 8000)
+    hint = (f"Start one with `chroma run --path DIR --port {port}` (the `chroma` of this venv, chromadb "
+            f"{chromadb.__version__}), or unset RAG_CHROMA_URL to use the embedded store.")
+    try:
+        client = chromadb.HttpClient(host=parts.hostname, port=port, ssl=ssl, settings=chroma_settings)
+        client.heartbeat()
+        version = str(client.get_version())
+    except Exception as exc:
+        raise StoreError(f"cannot use the Chroma server at {url}: {' '.join(str(exc).split())[:200]}. {hint}") from None
+    if version.split(".")[0] != SERVER_API_MAJOR:
+        raise StoreError(f"the Chroma server at {url} reports version {version}, which this client "
+                         f"(chromadb {chromadb.__version__}, server API {SERVER_API_MAJOR}.x) cannot use. {hint}")
+    return client
 
 
 class PaperIndex:

@@ -34,12 +34,57 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def seed_ingest(tmp_path_factory):
-    """(engine, stats of the first ingest) over a fresh store of seeds/."""
+def chroma_server(tmp_path_factory):
+    """A real Chroma server (`chroma run` of this venv's chromadb) on 127.0.0.1 and a free port; its URL."""
+    import subprocess
+    import time
+    import urllib.request
+
+    binary = Path(sys.executable).parent / "chroma"
+    port = free_port()
+    log = (tmp_path_factory.mktemp("chroma-server") / "server.log").open("w")
+    proc = subprocess.Popen([str(binary), "run", "--path", str(tmp_path_factory.mktemp("chroma-data")),
+                             "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 60
+    while True:
+        try:
+            urllib.request.urlopen(url + "/api/v2/heartbeat", timeout=2)
+            break
+        except OSError:
+            assert proc.poll() is None and time.time() < deadline, "chroma run did not start"
+            time.sleep(0.2)
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(params=["embedded", "server"])
+def store(request, tmp_path):
+    """Settings for a fresh, empty store: the embedded Chroma in a temp dir, or a new collection on a real
+    Chroma server. Tests that take this run against both."""
+    import uuid
+
+    if request.param == "embedded":
+        return {"data_dir": tmp_path / "index"}
+    return {"data_dir": tmp_path / "index", "chroma_url": request.getfixturevalue("chroma_server"),
+            "collection": f"t-{uuid.uuid4().hex[:12]}"}
+
+
+@pytest.fixture(scope="session", params=["embedded", "server"])
+def seed_ingest(request, tmp_path_factory):
+    """(engine, stats of the first ingest) over a fresh store of seeds/, embedded and on a Chroma server."""
     from rag.config import Settings
     from rag.engine import Engine
 
-    engine = Engine(Settings.load(data_dir=tmp_path_factory.mktemp("seed-index")))
+    extra = {}
+    if request.param == "server":
+        extra = {"chroma_url": request.getfixturevalue("chroma_server"), "collection": "seeds"}
+    engine = Engine(Settings.load(data_dir=tmp_path_factory.mktemp("seed-index"), **extra))
     stats = engine.ingest([SEEDS])
     return engine, stats
 

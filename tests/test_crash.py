@@ -17,15 +17,16 @@ from rag.config import Settings
 from rag.engine import Engine
 
 
-def test_kill_9_mid_ingest_then_rerun_gives_every_paper_exactly_once(tmp_path):
+def test_kill_9_mid_ingest_then_rerun_gives_every_paper_exactly_once(tmp_path, store):
     abstracts = seed_paragraphs("000_iclr2025_abstracts.txt") + seed_paragraphs("003_iclr2025_abstracts.txt")
     path = tmp_path / "many.jsonl"
     with path.open("w") as f:
         for i in range(192):  # three batches of 64
             f.write(json.dumps({"id": f"p{i:03d}", "title": f"Paper {i}",
                                 "abstract": f"{abstracts[i % len(abstracts)]} Variant {i}."}) + "\n")
-    data_dir = tmp_path / "index"
-    cmd = [sys.executable, "-m", "rag", "ingest", str(path), "--data-dir", str(data_dir)]
+    cmd = [sys.executable, "-m", "rag", "ingest", str(path)]
+    for name, value in store.items():
+        cmd += ["--" + name.replace("_", "-"), str(value)]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     progress = ""
     deadline = time.time() + 240
@@ -42,7 +43,7 @@ def test_kill_9_mid_ingest_then_rerun_gives_every_paper_exactly_once(tmp_path):
     added = int(summary.split("added ")[1].split(",")[0])
     assert 0 < added <= 192 - 64, summary  # the committed batch was not embedded again
 
-    engine = Engine(Settings.load(data_dir=data_dir))
+    engine = Engine(Settings.load(**store))
     papers = engine.index.papers.get(include=["metadatas"])
     assert sorted(papers["ids"]) == [f"p{i:03d}" for i in range(192)]
     chunk_ids = engine.index.chunks.get(include=[])["ids"]

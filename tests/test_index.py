@@ -49,10 +49,10 @@ def test_second_ingest_of_unchanged_seeds_embeds_nothing(seed_engine):
     assert sorted(_chunk_ids(seed_engine)) == before
 
 
-def test_an_edited_seed_abstract_replaces_its_chunks(tmp_path):
+def test_an_edited_seed_abstract_replaces_its_chunks(tmp_path, store):
     seeds = tmp_path / "seeds"
     shutil.copytree(SEEDS, seeds)
-    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine = Engine(Settings.load(**store))
     engine.ingest([seeds])
     path = seeds / "003_iclr2025_abstracts.txt"
     paragraphs = path.read_text().split("\n\n")
@@ -78,11 +78,11 @@ def test_an_edited_seed_abstract_replaces_its_chunks(tmp_path):
     assert answer.sources[0].paper_id == new.paper_id
 
 
-def test_records_with_ids_update_in_place_and_vanish_when_removed_from_their_file(tmp_path):
+def test_records_with_ids_update_in_place_and_vanish_when_removed_from_their_file(tmp_path, store):
     records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
     path = tmp_path / "papers.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in records))
-    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine = Engine(Settings.load(**store))
     assert engine.ingest([path]).added == len(records)
 
     records[0]["abstract"] += " We also release a new benchmark of cloud incidents."
@@ -117,11 +117,11 @@ def test_the_openai_compatible_embedder_works_and_an_index_refuses_the_wrong_emb
         Engine(Settings.load(data_dir=data_dir)).index
 
 
-def test_a_file_with_broken_records_does_not_remove_papers(tmp_path):
+def test_a_file_with_broken_records_does_not_remove_papers(tmp_path, store):
     records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
     path = tmp_path / "papers.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in records))
-    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine = Engine(Settings.load(**store))
     engine.ingest([path])
     lines = path.read_text().splitlines()
     lines[2] = lines[2][:40]  # a save that cut one record short
@@ -132,3 +132,51 @@ def test_a_file_with_broken_records_does_not_remove_papers(tmp_path):
     path.write_bytes(b"")
     assert engine.ingest([path]).removed == 0
     assert engine.index.count() == len(records)
+
+
+def test_a_missing_or_incompatible_chroma_server_is_a_clear_error(tmp_path):
+    from fake_openai import FakeOpenAI  # any HTTP server that is not Chroma
+
+    from rag.index import StoreError
+    from conftest import free_port
+
+    with pytest.raises(StoreError, match="cannot use the Chroma server at http://127.0.0.1:.*chroma run --path"):
+        Engine(Settings.load(data_dir=tmp_path, chroma_url=f"http://127.0.0.1:{free_port()}")).index
+    with FakeOpenAI() as not_chroma:
+        with pytest.raises(StoreError, match="cannot use the Chroma server"):
+            Engine(Settings.load(data_dir=tmp_path, chroma_url=f"http://127.0.0.1:{not_chroma.port}")).index
+
+
+def test_a_chroma_server_of_another_major_version_is_refused_at_connect(tmp_path):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from rag.index import StoreError
+
+    class FutureChroma(BaseHTTPRequestHandler):  # answers like a Chroma server, but reports version 2.0.0
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            path = self.path.split("?")[0]
+            body = {"/api/v2/heartbeat": {"nanosecond heartbeat": 1}, "/api/v2/version": "2.0.0",
+                    "/api/v2/auth/identity": {"user_id": "", "tenant": "default_tenant",
+                                              "databases": ["default_database"]},
+                    "/api/v2/tenants/default_tenant": {"name": "default_tenant"}}.get(
+                path, {"id": "00000000-0000-0000-0000-000000000000", "name": "default_database",
+                       "tenant": "default_tenant"})
+            raw = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FutureChroma)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(StoreError, match=r"reports version 2\.0\.0, which this client \(chromadb 1\.5\.9"):
+            Engine(Settings.load(data_dir=tmp_path, chroma_url=url)).index
+    finally:
+        server.shutdown()
