@@ -8,7 +8,7 @@ SEEDS  := seeds
 CORPUS ?= ../shared/corpus/iclr2025.jsonl
 
 .DEFAULT_GOAL := help
-.PHONY: help install run ingest test chromium eval clean
+.PHONY: help install run ingest test chromium bench eval clean
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -35,6 +35,10 @@ test: $(STAMP) chromium ## Install what the tests need (chromium too), then run 
 chromium:
 	@command -v chromium >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
+bench: $(STAMP) ## Benchmarks on the 2,114-paper corpus -> bench/REPORT.md, bench/latency.png (needs ../shared)
+	$(PIP) install -e '.[test,bench]'
+	$(BIN)/python bench/run.py --corpus $(CORPUS)
 
 eval: $(STAMP) ## Dev-question hit@1/hit@5 on the seeds and on the 2,114-paper corpus (needs ../shared)
 	$(BIN)/python eval/run.py --corpus $(CORPUS)

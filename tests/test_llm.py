@@ -158,10 +158,16 @@ def _cli(args, env, input=None):
                           env={**os.environ, **env})
 
 
+def _store_env(settings) -> dict:
+    """The environment that points a `rag` process at the same store as `settings`."""
+    env = {"RAG_DATA_DIR": str(settings.data_dir), "RAG_COLLECTION": settings.collection}
+    return env | ({"RAG_CHROMA_URL": settings.chroma_url} if settings.chroma_url else {})
+
+
 def test_rag_ask_streams_the_llm_answer_and_never_prints_the_key(seed_engine, server, tmp_path):
     report = tmp_path / "net.jsonl"
     env = {"_report": str(report), "RAG_LLM_MODEL": "fake-chat", "OPENAI_BASE_URL": server.base_url,
-           "OPENAI_API_KEY": KEY, "RAG_DATA_DIR": str(seed_engine.settings.data_dir)}
+           "OPENAI_API_KEY": KEY, **_store_env(seed_engine.settings)}
     result = _cli(["ask", SAE], dict(env))
     assert result.returncode == 0, result.stderr
     assert "Switch Sparse Autoencoders" in result.stdout and "[1]" in result.stdout
@@ -178,7 +184,7 @@ def test_rag_ask_streams_the_llm_answer_and_never_prints_the_key(seed_engine, se
 
 def test_rag_chat_keeps_the_conversation_for_follow_ups(seed_engine, server, tmp_path):
     env = {"_report": str(tmp_path / "net.jsonl"), "RAG_LLM_MODEL": "fake-chat", "OPENAI_BASE_URL": server.base_url,
-           "RAG_DATA_DIR": str(seed_engine.settings.data_dir)}
+           **_store_env(seed_engine.settings)}
     first = "Which paper introduces a billion-scale time series foundation model?"
     result = _cli(["chat"], env, input=f"{first}\nWhat dataset did they use?\n/reset\n/quit\n")
     assert result.returncode == 0, result.stderr

@@ -1,0 +1,333 @@
+"""`make bench`: one run on this machine -> bench/REPORT.md and bench/latency.png.
+
+    python bench/run.py [--corpus ../shared/corpus/iclr2025.jsonl] [--sample 256] [--repeats 3] [--large 20000]
+
+Sections (each figure a median of --repeats runs unless said otherwise):
+1. raw embedder throughput (abstracts/s) vs full ingest throughput, on the same --sample papers;
+2. re-ingest of the unchanged sample vs its first ingest;
+3. retrieval latency p50/p95 over >= 200 questions at the full corpus and at ~--large papers. The large set is
+   the corpus plus perturbed copies (words of each abstract lightly shuffled, chunk and paper vectors given
+   small Gaussian noise) written straight into a second store, so no hour of embedding is needed to measure
+   search at that size;
+4. `rag ask` cold start (a new process each time) and warm extractive answer latency;
+5. peak memory (RSS high-water mark) of a process serving questions on the full corpus;
+6. the same ingest and query figures for a plain llama-index `VectorStoreIndex` over Chroma with default
+   settings and the same embedder, and hit@5 of both on the dev questions.
+Benchmarks are not tests: nothing here asserts a time. The machine is shared, so compare ratios in one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from eval.run import load_questions, matches  # noqa: E402
+from rag.config import Settings  # noqa: E402
+from rag.engine import Engine  # noqa: E402
+from rag.ingest import read_paths  # noqa: E402
+from rag.retrieve import HybridRetriever  # noqa: E402
+
+
+def timed(fn, *args, **kwargs):
+    started = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return time.perf_counter() - started, out
+
+
+def percentile(values, q):
+    return float(np.percentile(np.asarray(values), q))
+
+
+def write_jsonl(papers, path: Path) -> None:
+    with path.open("w") as f:
+        for p in papers:
+            f.write(json.dumps({"id": p.paper_id, "title": p.title, "abstract": p.abstract,
+                                "authors": list(p.authors), "decision": p.decision, "url": p.url}) + "\n")
+
+
+def questions_for(papers, n: int, seed: int = 7) -> list[tuple[str, str]]:
+    """(question, gold paper id): a paper's title, as a user would type a known paper, mixed with its second
+    sentence, as a user would describe a finding."""
+    rng = random.Random(seed)
+    out = []
+    for p in rng.sample(papers, n):
+        sentences = [s for s in p.abstract.split(". ") if len(s) > 40]
+        out.append((p.title if rng.random() < 0.5 or len(sentences) < 2 else sentences[1], p.paper_id))
+    return out
+
+
+def perturb(text: str, rng: random.Random) -> str:
+    words = text.split()
+    for _ in range(max(1, len(words) // 10)):
+        i = rng.randrange(len(words) - 1)
+        words[i], words[i + 1] = words[i + 1], words[i]
+    return " ".join(words)
+
+
+def build_large(engine: Engine, target: int, folder: Path) -> Engine:
+    """A second store: every paper of `engine`'s store plus perturbed copies, vectors copied with noise."""
+    large = Engine(Settings.load(data_dir=folder))
+    index = large.index
+    src_chunks = engine.index.chunks.get(include=["embeddings", "documents", "metadatas"])
+    src_papers = engine.index.papers.get(include=["embeddings", "documents", "metadatas"])
+    rng, nrng = random.Random(11), np.random.default_rng(11)
+    copies = max(1, round(target / len(src_papers["ids"])))
+
+    def noisy(vectors):
+        v = np.asarray(vectors) + nrng.normal(0, 0.02, size=np.shape(vectors))
+        return (v / np.linalg.norm(v, axis=1, keepdims=True)).tolist()
+
+    step = 2000
+    for j in range(copies):
+        suffix = "" if j == 0 else f"~{j}"
+        for start in range(0, len(src_chunks["ids"]), step):
+            sl = slice(start, start + step)
+            metas = [{**m, "paper_id": m["paper_id"] + suffix} for m in src_chunks["metadatas"][sl]]
+            for m in metas:
+                m.pop("_node_content", None)
+            index.chunks.add(ids=[i.replace("#", suffix + "#") for i in src_chunks["ids"][sl]],
+                             embeddings=src_chunks["embeddings"][sl] if j == 0 else noisy(src_chunks["embeddings"][sl]),
+                             documents=[d if j == 0 else perturb(d, rng) for d in src_chunks["documents"][sl]],
+                             metadatas=metas)
+        for start in range(0, len(src_papers["ids"]), step):
+            sl = slice(start, start + step)
+            index.papers.add(ids=[i + suffix for i in src_papers["ids"][sl]],
+                             embeddings=src_papers["embeddings"][sl] if j == 0 else noisy(src_papers["embeddings"][sl]),
+                             documents=[d if j == 0 else perturb(d, rng) for d in src_papers["documents"][sl]],
+                             metadatas=src_papers["metadatas"][sl])
+    return large
+
+
+def latency(engine: Engine, questions, k: int = 5) -> dict:
+    retriever = engine.retriever
+    for q, _ in questions[:5]:
+        retriever.retrieve(q, k)  # warm-up
+    times, hits = [], 0
+    for q, gold in questions:
+        seconds, retrieval = timed(retriever.retrieve, q, k)
+        times.append(seconds * 1000)
+        hits += any(h.paper.paper_id == gold for h in retrieval.hits)
+    return {"p50": percentile(times, 50), "p95": percentile(times, 95), "n": len(times),
+            "hit@5": hits / len(questions)}
+
+
+def dev_hit5(retrieve_ids, dev) -> float:
+    """hit@5 over the dev set's single-paper questions; retrieve_ids(question) -> [(paper_id, abstract)]."""
+    hits = 0
+    for q in dev:
+        got = retrieve_ids(q["question"])[:5]
+        hits += any(matches(q["gold"][0], pid, text) for pid, text in got)
+    return hits / len(dev)
+
+
+def rss_script(data_dir: Path, questions) -> str:
+    return (
+        "import json, resource, sys\n"
+        "from rag.config import Settings\nfrom rag.engine import Engine\n"
+        f"e = Engine(Settings.load(data_dir={str(data_dir)!r}))\n"
+        f"for q in {json.dumps([q for q, _ in questions])}:\n    e.ask(q)\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=ROOT.parent / "shared" / "corpus" / "iclr2025.jsonl")
+    parser.add_argument("--data-dir", type=Path, default=ROOT / ".rag-eval" / "iclr2025",
+                        help="The full-corpus index (built here if missing; `make eval` shares it).")
+    parser.add_argument("--sample", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument("--large", type=int, default=20000)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench")
+    args = parser.parse_args()
+    if not args.corpus.exists():
+        print(f"no corpus at {args.corpus}: make bench needs ../shared/corpus", file=sys.stderr)
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="rag-bench-"))
+    report: dict = {"machine": f"{os.cpu_count()} cores", "started": time.strftime("%Y-%m-%d %H:%M")}
+    papers = read_paths([args.corpus]).papers
+    sample = sorted(papers, key=lambda p: p.paper_id)[: args.sample]
+    sample_file = work / "sample.jsonl"
+    write_jsonl(sample, sample_file)
+    log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
+
+    # 1-2. Embedder vs ingest, re-ingest.
+    probe = Engine(Settings.load(data_dir=work / "probe"))
+    embedder = probe.index.embedder
+    embedder.embed([p.abstract for p in sample[:8]])  # warm-up
+    raw = [timed(embedder.embed, [p.abstract for p in sample])[0] for _ in range(args.repeats)]
+    first, again = [], []
+    for r in range(args.repeats):
+        engine = Engine(Settings.load(data_dir=work / f"ingest-{r}"))
+        engine.index  # load outside the timing, as the embedder above
+        first.append(timed(engine.ingest, [sample_file])[0])
+        again.append(timed(engine.ingest, [sample_file])[0])
+    report["embed_rate"] = args.sample / statistics.median(raw)
+    report["ingest_rate"] = args.sample / statistics.median(first)
+    report["first_s"], report["again_s"] = statistics.median(first), statistics.median(again)
+    log("1-2 done", report)
+
+    # 3. Retrieval latency at the corpus and at ~large.
+    full = Engine(Settings.load(data_dir=args.data_dir))
+    report["full_existed"] = full.index.count() > 0
+    full_ingest_s, _ = timed(full.ingest, [args.corpus])
+    report["full_papers"], report["full_ingest_s"] = full.index.count(), full_ingest_s
+    qs = questions_for(papers, args.questions)
+    report["lat_full"] = latency(full, qs)
+    large = build_large(full, args.large, work / "large")
+    report["large_papers"] = large.index.count()
+    report["lat_large"] = latency(large, qs)
+    log("3 done", report["lat_full"], report["lat_large"])
+
+    # 4. Cold start (new processes) and warm extractive answers.
+    cold = []
+    for _ in range(args.repeats):
+        cold.append(timed(subprocess.run, [sys.executable, "-m", "rag", "ask", "--json", qs[0][0], "--data-dir",
+                                           str(args.data_dir)], capture_output=True, check=True)[0])
+    report["cold_s"] = statistics.median(cold)
+    warm = [timed(full.ask, q)[0] * 1000 for q, _ in qs[:100]]
+    report["warm_p50_ms"], report["warm_p95_ms"] = percentile(warm, 50), percentile(warm, 95)
+    log("4 done", report["cold_s"], report["warm_p50_ms"])
+
+    # 5. Peak memory of a process serving questions on the full corpus.
+    out = subprocess.run([sys.executable, "-c", rss_script(args.data_dir, qs[:50])], capture_output=True,
+                         text=True, check=True, cwd=ROOT)
+    report["peak_rss_mb"] = int(out.stdout.strip().splitlines()[-1]) / 1024
+    log("5 done", report["peak_rss_mb"])
+
+    # 6. Baseline: plain llama-index VectorStoreIndex over Chroma, default settings, same embedder.
+    import chromadb
+    from llama_index.core import Document, StorageContext, VectorStoreIndex
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    def baseline_index(folder: Path, docs_papers):
+        client = chromadb.PersistentClient(path=str(folder))
+        store = ChromaVectorStore(chroma_collection=client.get_or_create_collection("baseline"))
+        docs = [Document(text=p.abstract, metadata={"paper_id": p.paper_id, "title": p.title}) for p in docs_papers]
+        return VectorStoreIndex.from_documents(docs, storage_context=StorageContext.from_defaults(vector_store=store),
+                                               embed_model=embedder)
+
+    base_first = [timed(baseline_index, work / f"base-{r}", sample)[0] for r in range(args.repeats)]
+    report["base_ingest_rate"] = args.sample / statistics.median(base_first)
+    base_full_s, base = timed(baseline_index, work / "base-full", papers)
+    report["base_full_ingest_s"] = base_full_s
+    base_retriever = base.as_retriever(similarity_top_k=5)
+    by_id = {p.paper_id: p for p in papers}
+
+    def base_ids(question):
+        seen = []
+        for node in base_retriever.retrieve(question):
+            pid = node.metadata["paper_id"]
+            if pid not in [s for s, _ in seen]:
+                seen.append((pid, by_id[pid].abstract))
+        return seen
+
+    for q, _ in qs[:5]:
+        base_ids(q)
+    base_times, base_hits = [], 0
+    for q, gold in qs:
+        seconds, got = timed(base_ids, q)
+        base_times.append(seconds * 1000)
+        base_hits += any(pid == gold for pid, _ in got)
+    report["lat_base"] = {"p50": percentile(base_times, 50), "p95": percentile(base_times, 95),
+                          "hit@5": base_hits / len(qs)}
+    dev = [q for q in load_questions([ROOT / "eval" / "questions" / "seeds_dev.jsonl"]) if q["kind"] == "single"]
+    report["dev_n"] = len(dev)
+    report["dev_hit5_ours"] = dev_hit5(lambda q: [(s.paper_id, s.text) for s in full.ask(q).sources], dev)
+    report["dev_hit5_base"] = dev_hit5(base_ids, dev)
+    log("6 done", report["lat_base"], report["dev_hit5_ours"], report["dev_hit5_base"])
+
+    args.out.mkdir(exist_ok=True)
+    (args.out / "results.json").write_text(json.dumps(report, indent=1))
+    plot(report, args.out / "latency.png")
+    (args.out / "REPORT.md").write_text(render(report, args))
+    shutil.rmtree(work, ignore_errors=True)
+    print((args.out / "REPORT.md").read_text())
+    return 0
+
+
+def plot(r: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [r["full_papers"], r["large_papers"]]
+    fig, ax = plt.subplots(figsize=(6, 4), dpi=120)
+    for key, label in (("p50", "p50"), ("p95", "p95")):
+        ax.plot(sizes, [r["lat_full"][key], r["lat_large"][key]], marker="o", label=f"hybrid retrieval {label}")
+    ax.plot([r["full_papers"]], [r["lat_base"]["p50"]], marker="s", linestyle="", label="plain llama-index p50")
+    ax.set_xscale("log")
+    ax.set_xlabel("papers in the index")
+    ax.set_ylabel("ms per question")
+    ax.set_title("Retrieval latency against corpus size")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def render(r: dict, args) -> str:
+    f = lambda x: f"{x:,.1f}"  # noqa: E731
+    return f"""# Benchmark report
+
+One run of `make bench` (`python bench/run.py`) on this machine ({r['machine']}), started {r['started']}.
+Medians of {args.repeats} runs unless said otherwise. Benchmarks, not tests: compare ratios within this run.
+
+## 1. Embedder vs ingest throughput ({args.sample} corpus papers)
+| | papers/s |
+|---|---|
+| raw embedder (whole abstracts, `MiniLMEmbedding.embed`) | {f(r['embed_rate'])} |
+| full ingest (`Engine.ingest`: parse, chunk, embed, write Chroma) | {f(r['ingest_rate'])} |
+| ratio (target ≥ 0.9) | {r['ingest_rate'] / r['embed_rate']:.2f} |
+
+## 2. Re-ingest of the unchanged sample
+first ingest {r['first_s']:.2f} s, re-ingest {r['again_s']:.2f} s: {100 * r['again_s'] / r['first_s']:.1f}% (target ≤ 10%).
+
+## 3. Retrieval latency ({r['lat_full']['n']} questions: titles and second sentences of random corpus papers)
+| papers | p50 ms | p95 ms | hit@5 |
+|---|---|---|---|
+| {r['full_papers']:,} | {f(r['lat_full']['p50'])} | {f(r['lat_full']['p95'])} | {r['lat_full']['hit@5']:.3f} |
+| {r['large_papers']:,} (corpus + perturbed copies) | {f(r['lat_large']['p50'])} | {f(r['lat_large']['p95'])} | {r['lat_large']['hit@5']:.3f} |
+
+Targets: p50 ≤ 25 ms, p95 ≤ 60 ms at 2,114; at most 2× that at 20k. Latency is `HybridRetriever.retrieve`:
+query embedding, Chroma search, BM25, fusion, and snippet sentences (embedded on first sight, then cached).
+![latency](latency.png)
+
+## 4. Start-up and answers
+`rag ask --json` cold start (new process, {r['full_papers']:,} papers): {r['cold_s']:.2f} s (target ≤ 2.5 s).
+Warm extractive answers (`Engine.ask`, 100 questions): p50 {f(r['warm_p50_ms'])} ms, p95 {f(r['warm_p95_ms'])} ms
+(target p50 ≤ 50 ms).
+
+## 5. Memory
+Peak RSS of a process answering 50 questions on {r['full_papers']:,} papers: {r['peak_rss_mb']:,.0f} MB
+(target ≤ 1 GB).
+
+## 6. Baseline: plain llama-index `VectorStoreIndex` over Chroma (default settings, same embedder)
+| | ours | baseline |
+|---|---|---|
+| ingest papers/s ({args.sample} papers) | {f(r['ingest_rate'])} | {f(r['base_ingest_rate'])} |
+| ingest of {r['full_papers']:,} papers, s | {f(r['full_ingest_s'])}{" (index already built: a re-ingest)" if r['full_existed'] else ""} | {f(r['base_full_ingest_s'])} |
+| retrieval p50 / p95 ms ({r['lat_full']['n']} questions) | {f(r['lat_full']['p50'])} / {f(r['lat_full']['p95'])} | {f(r['lat_base']['p50'])} / {f(r['lat_base']['p95'])} |
+| hit@5 on those questions | {r['lat_full']['hit@5']:.3f} | {r['lat_base']['hit@5']:.3f} |
+| hit@5 on the {r['dev_n']} dev questions (eval/questions/seeds_dev.jsonl, single-paper) | {r['dev_hit5_ours']:.3f} | {r['dev_hit5_base']:.3f} |
+"""
+
+
+if __name__ == "__main__":
+    sys.exit(main())
