@@ -40,8 +40,10 @@ bench: $(STAMP) ## Benchmarks on the 2,114-paper corpus -> bench/REPORT.md, benc
 	$(PIP) install -e '.[test,bench]'
 	$(BIN)/python bench/run.py --corpus $(CORPUS)
 
-eval: $(STAMP) ## Dev-question hit@1/hit@5 on the seeds and on the 2,114-paper corpus (needs ../shared)
-	$(BIN)/python eval/run.py --corpus $(CORPUS)
+eval: $(STAMP) ## Dev-question metrics on the seeds, then on the 2,114-paper corpus (needs ../shared)
+	$(BIN)/python eval/run.py eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
+	$(BIN)/python eval/run.py eval/questions/seeds_dev.jsonl --corpus $(CORPUS) --kinds single,followup
+	$(BIN)/python eval/run.py eval/questions/corpus_dev.jsonl --corpus $(CORPUS)
 
 clean: ## Remove the index (.rag) and caches, keep .venv
 	rm -rf .rag .pytest_cache

@@ -56,7 +56,26 @@ def verify(path: Path, expected: str) -> None:
         )
 
 
-class MiniLMEmbedding(BaseEmbedding):
+class _Embedding(BaseEmbedding):
+    """The llama-index interface on top of one `embed(texts) -> float32 [n, dim]` (normalized) method."""
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self.embed([query])[0].tolist()
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self.embed([text])[0].tolist()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self.embed(texts).tolist()
+
+
+class MiniLMEmbedding(_Embedding):
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; 384-dimensional, normalized."""
 
     max_length: int = MAX_TOKENS
@@ -124,21 +143,9 @@ class MiniLMEmbedding(BaseEmbedding):
             out[idx] = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
         return out
 
-    # llama-index interface: it batches by embed_batch_size and calls _get_text_embeddings per batch.
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self.embed([query])[0].tolist()
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self.embed([text])[0].tolist()
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self.embed(texts).tolist()
 
 
-class OpenAICompatibleEmbedding(BaseEmbedding):
+class OpenAICompatibleEmbedding(_Embedding):
     """Any OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, vLLM, Ollama, llama.cpp server, TEI)."""
 
     base_url: str
@@ -175,17 +182,6 @@ class OpenAICompatibleEmbedding(BaseEmbedding):
         vectors = np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
         return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
 
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self.embed([query])[0].tolist()
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self.embed([text])[0].tolist()
-
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self.embed(texts).tolist()
 
 
 Embedder = MiniLMEmbedding | OpenAICompatibleEmbedding

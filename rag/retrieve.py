@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import bm25s
@@ -28,6 +29,7 @@ _STEMMER = Stemmer.Stemmer("english")
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
 SNIPPET_PAPERS = 3  # the top papers whose sentences are embedded; the rest get lexical snippets
+_WORD = re.compile(r"(?<![\w-])[\w][\w-]*")
 # A method or dataset name as users type it: CatVTON, BirdSet, Time-MoE, X-ALMA, TEAL, Scylla (not sentence-initial).
 _NAME = re.compile(r"(?<![\w-])(?:[A-Za-z]+[A-Z][\w-]*|[A-Z][A-Z0-9-]{2,}|[A-Z][a-z]+(?:-[A-Za-z0-9]+)*)(?![\w-])")
 
@@ -66,6 +68,7 @@ class _Corpus:
     position: dict[str, int]
     decisions: np.ndarray
     bm25: bm25s.BM25 | None
+    df: Counter  # in how many papers each lower-cased word (hyphens kept) occurs
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,9 @@ class HybridRetriever:
             bm25 = bm25s.BM25()
             bm25.index(tokenize([p.search_text for p in papers]), show_progress=False)
         # One assignment, so a concurrent `retrieve` sees either the old corpus or the new one, never a mix.
+        df = Counter(w for p in papers for w in set(_WORD.findall(p.search_text.casefold())))
         self.state = _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
-                             np.array([p.decision for p in papers], dtype=object), bm25)
+                             np.array([p.decision for p in papers], dtype=object), bm25, df)
 
     @property
     def papers(self) -> list[StoredPaper]:
@@ -163,19 +167,19 @@ class HybridRetriever:
                     else self.score_sentences(retrieval, [i], embed=False))
             hit.snippet = best[0].text if best else hit.paper.abstract[:300]
         if hits:
-            retrieval.named_match = self._named_match(question, hits[0].paper, state.papers)
+            retrieval.named_match = self._named_match(question, hits[0].paper, state)
         return retrieval
 
-    def _named_match(self, question: str, paper: StoredPaper, papers: list[StoredPaper]) -> str:
+    def _named_match(self, question: str, paper: StoredPaper, state: "_Corpus") -> str:
         """A name-like word of the question (not its first word) that the top paper contains and at most
         max(2, 0.5%) of all papers contain: the user asked about something this collection names."""
         words = [m.group(0) for m in _NAME.finditer(question) if m.start() > 0 or not m.group(0).istitle()]
-        limit = max(2, len(papers) // 200)
+        limit = max(2, len(state.papers) // 200)
         for word in words:
-            pattern = re.compile(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", re.IGNORECASE)
-            if not pattern.search(paper.search_text):
+            if state.df.get(word.casefold(), 0) > limit:
                 continue
-            if sum(1 for p in papers if pattern.search(p.search_text)) <= limit:
+            pattern = re.compile(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", re.IGNORECASE)
+            if pattern.search(paper.search_text):
                 return word
         return ""
 
