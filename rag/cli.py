@@ -249,10 +249,6 @@ def _check_history(turns: Any) -> list[dict[str, Any]] | None:
     return turns
 
 
-def render_text(answer) -> str:
-    return f"{answer.answer}\n\n{render_sources(answer)}".rstrip()
-
-
 def render_sources(answer) -> str:
     lines = [f"note: {notice}" for notice in answer.notices]
     if answer.fabricated:

@@ -16,7 +16,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Iterator
 
 from rag.config import Settings
 
@@ -169,6 +169,3 @@ class ChatClient:
     def scrub(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key else text
 
-
-def one_line(text: Any) -> str:
-    return " ".join(str(text).split())
