@@ -194,9 +194,8 @@ class HybridRetriever:
         dense = self._sentence_vectors([s for _, s in items]) @ retrieval.query_vector if embed else \
             np.zeros(len(items), dtype=np.float32)
         scored = []
-        for (i, sentence), cos in zip(items, dense):
-            words = set(tokenize([sentence])[0])
-            overlap = len(terms & words) / len(terms) if terms else 0.0
+        for (i, sentence), cos, words in zip(items, dense, tokenize([s for _, s in items])):
+            overlap = len(terms & set(words)) / len(terms) if terms else 0.0
             scored.append(ScoredSentence(sentence, float(cos) + LEXICAL_BONUS * overlap, i))
         return sorted(scored, key=lambda s: -s.score)
 
