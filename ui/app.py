@@ -171,6 +171,7 @@ def build(engine: Engine) -> gr.Blocks:
     settings = engine.settings
     feedback_path = Path(settings.data_dir) / "feedback.jsonl"
     feedback_lock = threading.Lock()
+    export_root = Path(tempfile.mkdtemp(prefix="rag-export-"))
     mode = (f"Answers written by **{html.escape(settings.llm_model)}** from the retrieved abstracts"
             if settings.llm_enabled else "**Extractive — no LLM configured**: answers quote the retrieved abstracts")
 
@@ -202,7 +203,10 @@ def build(engine: Engine) -> gr.Blocks:
             yield history, answers, gr.skip(), gr.skip(), gr.skip(), ""
 
     def _write_exports(answers: list[dict], request: gr.Request | None) -> tuple[str, str]:
-        folder = Path(tempfile.mkdtemp(prefix="rag-export-"))
+        """The session's conversation as files for the export buttons, rewritten after each answer in one
+        folder per browser session (not a new temp dir per answer)."""
+        folder = export_root / (getattr(request, "session_hash", None) or "anonymous")
+        folder.mkdir(exist_ok=True)
         md = folder / "conversation.md"
         md.write_text(export_markdown(answers), encoding="utf-8")
         js = folder / "conversation.json"
