@@ -27,7 +27,7 @@ from llama_index.core.schema import Document, MetadataMode, TextNode
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from rag.config import ConfigError, Settings
-from rag.embeddings import Embedder
+from rag.embeddings import Embedder, EmbeddingError
 from rag.ingest import Paper, first_sentence
 
 INGEST_BATCH = 64  # papers embedded and committed together
@@ -36,6 +36,37 @@ _IN_LIMIT = 500  # ids per Chroma `$in` filter
 
 class StoreError(RuntimeError):
     """The store cannot be opened or used; the message says what to do."""
+
+
+def store_error(settings: Settings, exc: BaseException, doing: str = "use") -> StoreError:
+    """One clear StoreError for whatever chromadb, sqlite or httpx raised, naming the fix. A failed request
+    changes nothing: the next one tries again (a Chroma server that is back is used again)."""
+    detail = " ".join(str(exc).split())[:240] or type(exc).__name__
+    if settings.chroma_url:
+        return StoreError(f"cannot {doing} the Chroma server at {settings.chroma_url}: {detail}. Check that it is "
+                          "running (`chroma run --path DIR --port P`); the next request will try again.")
+    low = detail.lower()
+    if isinstance(exc, PermissionError) or any(w in low for w in ("readonly", "read-only", "permission denied")):
+        return StoreError(f"cannot write the data dir {settings.data_dir} ({detail}). Make it writable "
+                          f"(chmod -R u+w {settings.data_dir}) or choose another with --data-dir / RAG_DATA_DIR.")
+    return StoreError(f"cannot {doing} the index in {settings.chroma_path}: {detail}. If it is damaged, move it "
+                      f"away (mv {settings.data_dir} {settings.data_dir}.broken) and ingest again.")
+
+
+def _guarded(method: Callable) -> Callable:
+    """Turn any failure of a store call into a StoreError (see `store_error`)."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self: "PaperIndex", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (StoreError, ConfigError, EmbeddingError):
+            raise
+        except Exception as exc:
+            raise store_error(self.settings, exc) from None
+
+    return wrapper
 
 
 @dataclass
@@ -90,12 +121,8 @@ def open_client(settings: Settings) -> Any:
     try:
         settings.chroma_path.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
-    except PermissionError as exc:
-        raise StoreError(f"cannot write the data dir {settings.data_dir}: {exc.strerror}. "
-                         "Choose another with --data-dir / RAG_DATA_DIR.") from None
-    except Exception as exc:  # chromadb raises many types for a damaged store
-        raise StoreError(f"cannot open the index in {settings.chroma_path}: {' '.join(str(exc).split())[:300]}. "
-                         "If it is damaged, move it away and ingest again.") from None
+    except Exception as exc:  # chromadb raises many types for a damaged or read-only store
+        raise store_error(settings, exc, "open") from None
 
 
 def _connect(url: str, chroma_settings: Any) -> Any:
@@ -127,12 +154,15 @@ class PaperIndex:
         self.embedder = embedder
         self.client = client or open_client(settings)
         meta = {"embedder": embedder.identity, "chunk_size": settings.chunk_size}
-        self.chunks = self.client.get_or_create_collection(
-            settings.collection, configuration={"hnsw": {"space": "cosine"}}, metadata=meta,
-            embedding_function=None)
-        self.papers = self.client.get_or_create_collection(
-            settings.collection + "-papers", configuration={"hnsw": {"space": "cosine"}}, metadata=meta,
-            embedding_function=None)
+        try:
+            self.chunks = self.client.get_or_create_collection(
+                settings.collection, configuration={"hnsw": {"space": "cosine"}}, metadata=meta,
+                embedding_function=None)
+            self.papers = self.client.get_or_create_collection(
+                settings.collection + "-papers", configuration={"hnsw": {"space": "cosine"}}, metadata=meta,
+                embedding_function=None)
+        except Exception as exc:
+            raise store_error(settings, exc, "open") from None
         built_with = (self.chunks.metadata or {}).get("embedder")
         if built_with and built_with != embedder.identity:
             raise ConfigError(
@@ -146,6 +176,7 @@ class PaperIndex:
 
     # ---- writing -------------------------------------------------------------------------------------
 
+    @_guarded
     def upsert(self, papers: list[Paper], files: Iterable[str] = (),
                progress: Callable[[int, int], None] | None = None) -> IngestStats:
         """Bring the store in line with `papers` (read from `files`). Returns what changed."""
@@ -259,18 +290,22 @@ class PaperIndex:
             found.update(zip(got["ids"], got["metadatas"]))
         return found
 
+    @_guarded
     def count(self) -> int:
         return self.papers.count()
 
+    @_guarded
     def chunk_count(self) -> int:
         return self.chunks.count()
 
+    @_guarded
     def all_papers(self) -> list[StoredPaper]:
         """Every complete paper, in a stable order (by id)."""
         got = self.papers.get(include=["metadatas", "documents"])
         papers = [_stored(pid, doc, meta) for pid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])]
         return sorted(papers, key=lambda p: p.paper_id)
 
+    @_guarded
     def query_chunks(self, vector: list[float], n: int, decisions: list[str] | None = None,
                      paper_ids: list[str] | None = None) -> list[tuple[str, float]]:
         """The `n` nearest chunks as (paper_id, cosine similarity), best first, optionally only of papers with

@@ -2,7 +2,7 @@
 
 Formats (chosen by extension; directories are walked recursively, hidden files skipped):
 - `.txt` / `.md`: the seed format, a header line then one abstract per non-empty paragraph;
-- `.jsonl` / `.ndjson` / `.json`: JSON lines, a JSON array, or concatenated JSON objects, one record each;
+- `.jsonl` / `.ndjson`: JSON lines (or concatenated objects); `.json`: also a JSON array of objects;
 - `.csv`: a header row with the same column names.
 Record fields: `abstract` (required), `id`, `title`, `authors` (list or "a; b" / "a, b" string), `decision`,
 `venue`, `url`, `keywords` (list or string), `year`. Unknown fields are ignored.
@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import re
 import unicodedata
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ MAX_ABSTRACT_CHARS = 20_000  # real abstracts are < 5k characters; a 10 MB "abst
 MAX_FIELD_CHARS = 2_000  # title, venue, url, ...
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
-_SURROGATE = re.compile("[\udc80-\udcff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")  # undecodable bytes (surrogateescape) or JSON "\\ud800"
 
 
 @dataclass(frozen=True)
@@ -138,16 +139,18 @@ def _expand(paths: list[str | Path], problems: list[Problem]) -> Iterator[Path]:
         if not path.exists():
             problems.append(Problem(str(path), None, "no such file or directory"))
         elif path.is_dir():
-            try:
-                children = sorted(p for p in path.rglob("*") if p.is_file())
-            except OSError as exc:
-                problems.append(Problem(str(path), None, f"cannot list directory: {exc.strerror or exc}"))
-                continue
-            for child in children:
-                rel = child.relative_to(path).parts
-                if any(part.startswith(".") for part in rel):
-                    continue
-                if child.suffix.lower() in SUPPORTED_SUFFIXES and child.name.lower() != "readme.md":
+            errors: list[OSError] = []
+            children: list[Path] = []
+            for root, dirs, files in os.walk(path, onerror=errors.append):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                children += [Path(root, f) for f in files if not f.startswith(".")]
+            for exc in errors:  # os.walk skips what it cannot list; say so
+                problems.append(Problem(str(exc.filename or path), None,
+                                        f"cannot list directory: {exc.strerror or exc}"))
+            for child in sorted(children):
+                # is_file() also drops broken links, FIFOs (reading one would block) and sockets.
+                if (child.suffix.lower() in SUPPORTED_SUFFIXES and child.name.lower() != "readme.md"
+                        and child.is_file()):
                     yield child
         elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
             problems.append(Problem(str(path), None, f"unsupported file type {path.suffix or '(none)'!r}; "
@@ -174,7 +177,7 @@ def _read_file(path: Path) -> Iterator[Paper | Problem]:
     elif suffix in CSV_SUFFIXES:
         records = _csv_records(text, str(path))
     else:
-        records = _json_records(text)
+        records = _json_records(text, allow_array=suffix == ".json")
     position = 0
     for line, record in records:
         if isinstance(record, str):  # a parse error for this location
@@ -204,12 +207,13 @@ def _seed_records(text: str) -> Iterator[tuple[int, dict | str]]:
             para = []
 
 
-def _json_records(text: str) -> Iterator[tuple[int, dict | str]]:
-    """JSON lines, concatenated objects, or one array of objects; a broken value costs only its own line."""
+def _json_records(text: str, allow_array: bool = True) -> Iterator[tuple[int, dict | str]]:
+    """JSON lines, concatenated objects, or (`allow_array`, for .json files) one array of objects; a broken value
+    costs only its own line. In a .jsonl file a line holding a list is a bad record, not the start of an array."""
     decoder = json.JSONDecoder()
     line_of = _LineCounter(text)
     pos = _skip_ws(text, 0)
-    in_array = text.startswith("[", pos)
+    in_array = allow_array and text.startswith("[", pos)
     if in_array:
         pos = _skip_ws(text, pos + 1)
     while pos < len(text):
@@ -240,28 +244,54 @@ def _json_records(text: str) -> Iterator[tuple[int, dict | str]]:
 
 
 def _csv_records(text: str, path: str) -> Iterator[tuple[int, dict | str]]:
-    reader = csv.DictReader(text.splitlines(keepends=True), strict=True)
+    """A header row, then one record per row (quoted fields may span lines). A broken row is reported at its first
+    line and reading resumes on the next line, so a stray quote cannot swallow the good rows after it."""
+    lines = text.splitlines(keepends=True)
     try:
-        header = reader.fieldnames
-    except csv.Error as exc:
+        header = next(csv.reader(lines[:1], strict=True))
+    except (csv.Error, StopIteration) as exc:
         yield 1, f"unreadable CSV header: {exc}"
         return
-    if not header or "abstract" not in {(h or "").strip().lower() for h in header}:
+    header = [h.strip().lower() for h in header]
+    if "abstract" not in header:
         yield 1, "CSV header has no 'abstract' column"
         return
-    while True:
-        start = reader.line_num + 1
+    source = _Lines(lines, 1)
+    reader = csv.reader(source, strict=True)
+    while source.next < len(lines):
+        first = source.next  # 0-based index of the row's first line
         try:
             row = next(reader)
         except StopIteration:
             return
         except csv.Error as exc:
-            yield start, f"broken CSV row: {exc}"
-            continue
-        if None in row:
-            yield start, f"CSV row has {len(header) + len(row[None])} fields, header has {len(header)}"
-            continue
-        yield start, {(k or "").strip().lower(): v for k, v in row.items()}
+            problem = f"broken CSV row: {exc}"
+        else:
+            if not row:
+                continue
+            if len(row) <= len(header):
+                yield first + 1, dict(zip(header, row))
+                continue
+            problem = f"CSV row has {len(row)} fields, header has {len(header)}"
+        yield first + 1, problem
+        source.next = first + 1
+        reader = csv.reader(source, strict=True)  # a fresh reader: no state left from the broken row
+
+
+class _Lines:
+    """An iterator over lines whose position can be set back (for `_csv_records`)."""
+
+    def __init__(self, lines: list[str], start: int) -> None:
+        self.lines, self.next = lines, start
+
+    def __iter__(self) -> "_Lines":
+        return self
+
+    def __next__(self) -> str:
+        if self.next >= len(self.lines):
+            raise StopIteration
+        self.next += 1
+        return self.lines[self.next - 1]
 
 
 def _to_paper(record: dict[str, Any], *, source: str, position: int, line: int) -> Paper:

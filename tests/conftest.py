@@ -97,3 +97,22 @@ def seed_engine(seed_ingest):
 @pytest.fixture(scope="session")
 def embedder(seed_engine):
     return seed_engine.index.embedder
+
+
+def pytest_addoption(parser):
+    parser.addoption("--soak", action="store_true",
+                     help="Run the long versions of tests/reliability (`make soak`): more inputs, trials, seconds.")
+
+
+@pytest.fixture(scope="session")
+def soak(request) -> bool:
+    """True under `make soak`: reliability tests then run their long versions."""
+    return request.config.getoption("--soak")
+
+
+def rag_cmd(*args: str, **settings) -> list[str]:
+    """The `rag` CLI of this venv as a subprocess command, with settings as flags."""
+    cmd = [sys.executable, "-m", "rag", *args]
+    for name, value in settings.items():
+        cmd += ["--" + name.replace("_", "-"), str(value)]
+    return cmd

@@ -25,7 +25,9 @@ import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
 
 from rag.answer import Answer, Delta, Restart
+from rag.embeddings import EmbeddingError
 from rag.engine import Engine, QuestionError
+from rag.index import StoreError
 from rag.ingest import first_sentence
 from rag.retrieve import tokenize
 
@@ -35,6 +37,8 @@ EXAMPLES = [
     "How can language models evaluate their own answers without looking at the output?",
     "Which papers propose benchmarks for multilingual language models?",
 ]
+# Errors whose message is for the user (empty question, store or embedder unavailable): shown, not raised.
+USER_ERRORS = (QuestionError, StoreError, EmbeddingError)
 DECISIONS = ["Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)"]
 
 CSS = """
@@ -198,7 +202,7 @@ def build(engine: Engine) -> gr.Blocks:
                     history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1)}
                     md, js = _write_exports(answers, request)
                     yield history, answers, sources_panel(answers), md, js, ""
-        except QuestionError as exc:
+        except USER_ERRORS as exc:  # the message says what to do; the question stays in the conversation
             history[-1] = {"role": "assistant", "content": html.escape(str(exc))}
             yield history, answers, gr.skip(), gr.skip(), gr.skip(), ""
 
@@ -236,7 +240,7 @@ def build(engine: Engine) -> gr.Blocks:
         try:
             return engine.ask(question, history=history or None, k=int(k) if k else None,
                               decision=decisions or None, author=author or None).to_dict()
-        except QuestionError as exc:
+        except USER_ERRORS as exc:
             raise gr.Error(str(exc)) from None
 
     with gr.Blocks(title="Ask the ICLR 2025 abstracts", analytics_enabled=False) as demo:
