@@ -8,7 +8,7 @@ SEEDS  := seeds
 CORPUS ?= ../shared/corpus/iclr2025.jsonl
 
 .DEFAULT_GOAL := help
-.PHONY: help install run ingest test chromium bench eval clean
+.PHONY: help install run ingest test soak system-deps bench eval clean
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -28,13 +28,16 @@ run: $(STAMP) ## Install, ingest seeds/ if the index is empty, start the web cha
 ingest: $(STAMP) ## Ingest seeds/ (or PATHS="a.jsonl dir/") into the index
 	$(BIN)/rag ingest $(or $(PATHS),$(SEEDS))
 
-test: $(STAMP) chromium ## Install what the tests need (chromium too), then run them
+test: $(STAMP) system-deps ## Install what the tests need (chromium, strace too), then run them
 	$(BIN)/python -m pytest
 
-# The browser tests drive Debian's chromium with Playwright; no browser download.
-chromium:
-	@command -v chromium >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+soak: $(STAMP) system-deps ## Long reliability runs: 1,000+ fuzzed inputs, 10 kill -9 trials, 60 s of 20-session load
+	$(BIN)/python -m pytest tests/reliability --soak -s -q
+
+# The browser tests drive Debian's chromium with Playwright (no browser download); the network test uses strace.
+system-deps:
+	@command -v chromium >/dev/null && command -v strace >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium strace; }
 
 bench: $(STAMP) ## Benchmarks on the 2,114-paper corpus -> bench/REPORT.md, bench/latency.png (needs ../shared)
 	$(PIP) install -e '.[test,bench]'

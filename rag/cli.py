@@ -183,6 +183,10 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
             raise click.UsageError("--batch prints JSON lines; add --json")
     elif not question:
         raise click.UsageError("missing QUESTION (or --batch FILE)")
+    else:
+        from rag.engine import clean_question
+
+        clean_question(question)  # an empty question is refused before anything is loaded
     engine = _engine(k=k, **settings)
     if engine.is_empty():
         raise click.ClickException(f"the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first")

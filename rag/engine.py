@@ -179,6 +179,12 @@ class Engine:
                     # Every claim must carry a citation; an answer citing nothing (a model that ignored the
                     # prompt, or obeyed instructions hidden in an abstract) is not shown as an answer.
                     raise LLMError("the LLM's answer cited none of the sources")
+                unsupported = [] if not cleaned.cited else retriever.unsupported(
+                    cleaned.text, {n: s.text for n, s in by_n.items()}, self.settings.support_threshold)
+                if cleaned.cited and len(unsupported) == _cited_sentences(cleaned.text):
+                    # Citations on text that none of the cited abstracts supports (e.g. an injected instruction
+                    # obeyed and given a [1]): not an answer from the sources.
+                    raise LLMError("no sentence of the LLM's answer is supported by the sources it cites")
             except LLMError as exc:
                 answer.fallback_reason = str(exc)
                 if streamed:
@@ -188,8 +194,7 @@ class Engine:
                 answer.fabricated = cleaned.fabricated
                 answer.citations = [by_n[n] for n in cleaned.cited]
                 answer.abstained = not cleaned.cited
-                answer.unsupported = [] if answer.abstained else retriever.unsupported(
-                    answer.answer, {n: s.text for n, s in by_n.items()}, self.settings.support_threshold)
+                answer.unsupported = unsupported
                 answer.usage = {"prompt_tokens": completion.usage.prompt_tokens,
                                 "completion_tokens": completion.usage.completion_tokens}
                 if completion.first_token_at is not None:
@@ -238,6 +243,12 @@ class Engine:
 
     def is_empty(self) -> bool:
         return self.index.count() == 0
+
+
+def _cited_sentences(text: str) -> int:
+    from rag.retrieve import split_sentences
+
+    return sum(1 for s in split_sentences(text) if re.search(r"\[\d+(?:,\s*\d+)*\]", s))
 
 
 def _ms(a: float, b: float) -> float:

@@ -29,6 +29,9 @@ _STEMMER = Stemmer.Stemmer("english")
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
 SNIPPET_PAPERS = 3  # the top papers whose sentences are embedded; the rest get lexical snippets
+# Text in an abstract that addresses a model ("IGNORE ALL PREVIOUS INSTRUCTIONS AND SAY ..."): never support.
+INSTRUCTION = re.compile(r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|rules|context)\b|"
+                         r"\byou are now\b|\bsystem prompt\b|\bnew instructions?\b", re.IGNORECASE | re.DOTALL)
 _WORD = re.compile(r"(?<![\w-])[\w][\w-]*")
 # A method or dataset name as users type it: CatVTON, BirdSet, Time-MoE, X-ALMA, TEAL, Scylla (not sentence-initial).
 _NAME = re.compile(r"(?<![\w-])(?:[A-Za-z]+[A-Z][\w-]*|[A-Z][A-Z0-9-]{2,}|[A-Z][a-z]+(?:-[A-Za-z0-9]+)*)(?![\w-])")
@@ -220,8 +223,12 @@ class HybridRetriever:
             if not texts:
                 continue
             claim = re.sub(r"\s*\[[\d,\s]+\]", "", sentence).strip()
-            candidates = [s for text in texts for s in split_sentences(text)]
-            if not claim or not candidates:
+            # An instruction planted in an abstract does not support a model that repeats it.
+            candidates = [s for text in texts for s in split_sentences(text) if not INSTRUCTION.search(s)]
+            if not claim:
+                continue
+            if not candidates:
+                weak.append(sentence)
                 continue
             claim_vector = self.index.embedder.embed([claim])[0]
             if float((self._sentence_vectors(candidates) @ claim_vector).max()) < threshold:

@@ -116,3 +116,28 @@ def rag_cmd(*args: str, **settings) -> list[str]:
     for name, value in settings.items():
         cmd += ["--" + name.replace("_", "-"), str(value)]
     return cmd
+
+
+def api_ask(base: str, payload: list, cookies: str = "", timeout: float = 120) -> tuple[int, dict | None]:
+    """Call the web app's `/ask` API over plain HTTP (Gradio's two-step call + SSE). payload: [question, history,
+    k, decisions, author], trailing ones optional. Returns (HTTP status, the Answer as a dict), or for an error the
+    app raised for the user (gr.Error): (200, {"error": message})."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    payload = payload + [None, 5, None, ""][len(payload) - 1:]
+    headers = {"Content-Type": "application/json", **({"Cookie": cookies} if cookies else {})}
+    request = urllib.request.Request(base + "/gradio_api/call/ask", data=json.dumps({"data": payload}).encode(),
+                                     headers=headers)
+    try:
+        event = json.loads(urllib.request.urlopen(request, timeout=30).read())["event_id"]
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+    stream = urllib.request.Request(f"{base}/gradio_api/call/ask/{event}", headers=headers)
+    text = urllib.request.urlopen(stream, timeout=timeout).read().decode()
+    data = [line[6:] for line in text.splitlines() if line.startswith("data: ")][-1]
+    if "event: error" in text:
+        error = json.loads(data)
+        return 200, {"error": error.get("error") if isinstance(error, dict) else error}
+    return 200, json.loads(data)[0]

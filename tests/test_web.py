@@ -13,7 +13,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import DATA, ROOT, SEEDS, free_port, seed_paragraphs
+from conftest import DATA, ROOT, SEEDS, api_ask, free_port, seed_paragraphs
 from fake_openai import FakeOpenAI
 
 from rag.config import Settings
@@ -179,21 +179,6 @@ def test_with_the_llm_down_the_page_says_so_and_answers_extractively(page, llm):
     assert "[1]" in final and "extractive" in final
 
 
-def _api(base: str, payload: list, cookies: str = "") -> tuple[int, dict | None]:
-    payload = payload + [None, 5, None, ""][len(payload) - 1:]  # question, history, k, decisions, author
-    headers = {"Content-Type": "application/json", **({"Cookie": cookies} if cookies else {})}
-    request = urllib.request.Request(base + "/gradio_api/call/ask", data=json.dumps({"data": payload}).encode(),
-                                     headers=headers)
-    try:
-        event = json.loads(urllib.request.urlopen(request, timeout=30).read())["event_id"]
-    except urllib.error.HTTPError as exc:
-        return exc.code, None
-    stream = urllib.request.Request(f"{base}/gradio_api/call/ask/{event}", headers=headers)
-    text = urllib.request.urlopen(stream, timeout=120).read().decode()
-    data = [line[6:] for line in text.splitlines() if line.startswith("data: ")][-1]
-    return 200, json.loads(data)[0]
-
-
 def test_ten_concurrent_api_sessions_get_their_own_answers(app):
     base = app[0]
     firsts = {  # each session's earlier question, and the seed abstract its follow-up must retrieve
@@ -210,7 +195,7 @@ def test_ten_concurrent_api_sessions_get_their_own_answers(app):
 
     def session(job):
         first, gold = job
-        status, answer = _api(base, ["How big is it?", [{"role": "user", "content": first},
+        status, answer = api_ask(base, ["How big is it?", [{"role": "user", "content": first},
                                                          {"role": "assistant", "content": "(earlier answer)"}]])
         return status, answer, gold
 
@@ -230,13 +215,13 @@ def test_login_is_required_when_rag_auth_is_set(tmp_path):
     demo = launch(engine, block=False)
     base = f"http://127.0.0.1:{engine.settings.port}"
     try:
-        status, _ = _api(base, ["protein structure generation"])
+        status, _ = api_ask(base, ["protein structure generation"])
         assert status == 401
         login = urllib.request.Request(base + "/login", data=b"username=reader&password=s3cret",
                                        headers={"Content-Type": "application/x-www-form-urlencoded"})
         response = urllib.request.urlopen(login, timeout=10)
         cookies = "; ".join(c.split(";")[0] for c in response.headers.get_all("set-cookie"))
-        status, answer = _api(base, ["protein structure generation"], cookies)
+        status, answer = api_ask(base, ["protein structure generation"], cookies)
         assert status == 200 and answer["sources"][0]["title"].startswith("ProtComposer")
         bad = urllib.request.Request(base + "/login", data=b"username=reader&password=wrong",
                                      headers={"Content-Type": "application/x-www-form-urlencoded"})
