@@ -43,10 +43,11 @@ bench: $(STAMP) ## Benchmarks on the 2,114-paper corpus -> bench/REPORT.md, benc
 	$(PIP) install -e '.[test,bench]'
 	$(BIN)/python bench/run.py --corpus $(CORPUS)
 
-eval: $(STAMP) ## Dev-question metrics on the seeds, then on the 2,114-paper corpus (needs ../shared)
-	$(BIN)/python eval/run.py eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
-	$(BIN)/python eval/run.py eval/questions/seeds_dev.jsonl --corpus $(CORPUS) --kinds single,followup
-	$(BIN)/python eval/run.py eval/questions/corpus_dev.jsonl --corpus $(CORPUS)
+eval: $(STAMP) ## rag eval: bm25 / dense / hybrid on the seeds, then on the 2,114-paper corpus -> eval/reports/ (needs ../shared)
+	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
+	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(CORPUS) --kinds single,followup,multi --name seeds_dev-iclr2025
+	$(BIN)/rag eval eval/questions/corpus_dev.jsonl --corpus $(CORPUS)
+	$(BIN)/rag eval eval/questions/corpus_heldout.jsonl --corpus $(CORPUS)
 
 clean: ## Remove the index (.rag) and caches, keep .venv
 	rm -rf .rag .pytest_cache

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from eval.run import load_questions, matches  # noqa: E402
+from rag.evaluation import load_questions, matches  # noqa: E402
 from rag.config import Settings  # noqa: E402
 from rag.engine import Engine  # noqa: E402
 from rag.ingest import read_paths  # noqa: E402

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from eval.run import load_questions  # noqa: E402
+from rag.evaluation import load_questions  # noqa: E402
 from rag.config import Settings  # noqa: E402
 from rag.engine import Engine, standalone_question  # noqa: E402
 

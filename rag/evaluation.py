@@ -1,0 +1,201 @@
+"""Evaluation: question sets -> metrics per retrieval configuration, through the same `Engine.ask` the app uses.
+
+Question format (JSON lines): {"qid", "kind": "single"|"multi"|"none"|"followup", "question", "turns" (followup:
+[first question, follow-up]), "gold": [paper id, or the first 60 characters of the gold abstract],
+"answer_facts": [short strings a correct answer contains]}. A gold entry matches a paper whose id equals it or
+whose abstract starts with it (whitespace and case ignored).
+
+Metrics: hit@1, hit@5, MRR and nDCG@10 over questions with one gold paper (single and follow-up); recall@10 over
+multi-paper questions; abstention on unanswerable ("none") questions and false refusals on answerable ones;
+answers citing a gold paper; fabricated citations (LLM mode); coverage of the answer facts; latency.
+`rag eval` (CLI, and `make eval`) is the shell over `run`; `eval/` holds the question sets and reports.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rag.engine import Engine
+
+K = 10  # papers retrieved per question, so that recall@10 and nDCG@10 can be measured
+CONFIGS: dict[str, dict[str, Any]] = {  # name -> settings overrides; "hybrid" is what the app runs
+    "bm25": {"retrieval": "bm25"},
+    "dense": {"retrieval": "dense"},
+    "hybrid": {},
+}
+METRICS = ["hit@1", "hit@5", "mrr", "ndcg@10", "multi_recall@10", "abstention_on_none", "false_refusal",
+           "cited_gold", "fabricated", "answer_facts", "ms_p50", "ms_p95"]
+
+
+class QuestionSetError(ValueError):
+    """A question file is malformed; the message names the file and line."""
+
+
+def norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def matches(gold: str, paper_id: str, abstract: str) -> bool:
+    return gold == paper_id or norm(abstract).startswith(norm(gold))
+
+
+def load_questions(paths: list[Path], kinds: list[str] | None = None) -> list[dict]:
+    out = []
+    for path in paths:
+        for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                assert isinstance(item, dict) and isinstance(item.get("question"), str)
+                assert item.get("kind") in ("single", "multi", "none", "followup")
+                assert isinstance(item.get("gold", []), list)
+                assert item["kind"] != "followup" or len(item.get("turns") or []) == 2
+            except (ValueError, AssertionError):
+                raise QuestionSetError(f"{path}:{number}: not a question in the documented format "
+                                       '({"qid", "kind", "question", "gold", ...})') from None
+            item.setdefault("qid", f"{Path(path).stem}:{number}")
+            item.setdefault("set", Path(path).stem)
+            if not kinds or item["kind"] in kinds:
+                out.append(item)
+    return out
+
+
+def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
+    """One row per question, and their summary."""
+    rows = []
+    for q in questions:
+        history = None
+        if q["kind"] == "followup":
+            first = engine.ask(q["turns"][0], k=k)
+            history = [{"role": "user", "content": q["turns"][0]}, {"role": "assistant", "content": first.answer}]
+        started = time.perf_counter()
+        answer = engine.ask(q["question"], history=history, k=k)
+        ms = (time.perf_counter() - started) * 1000
+        ranks = [next((s.n for s in answer.sources if matches(gold, s.paper_id, s.text)), None)
+                 for gold in q.get("gold", [])]
+        facts = q.get("answer_facts") or []
+        text = answer.answer.lower()
+        rows.append({
+            "qid": q["qid"], "kind": q["kind"], "set": q.get("set", ""), "ranks": ranks,
+            "abstained": answer.abstained, "confidence": answer.confidence, "mode": answer.mode,
+            "cited_gold": any(matches(g, s.paper_id, s.text) for g in q.get("gold", []) for s in answer.citations),
+            "fabricated": answer.fabricated, "ms": round(ms, 1),
+            "facts": (sum(f.lower() in text for f in facts) / len(facts)) if facts else None,
+        })
+    return {"rows": rows, "summary": summarize(rows)}
+
+
+def summarize(rows: list[dict]) -> dict:
+    def mean(xs):
+        xs = list(xs)
+        return round(sum(xs) / len(xs), 3) if xs else None
+
+    single = [r for r in rows if r["kind"] in ("single", "followup")]
+    multi = [r for r in rows if r["kind"] == "multi"]
+    none = [r for r in rows if r["kind"] == "none"]
+    answerable = [r for r in rows if r["kind"] != "none"]
+    first = [r["ranks"][0] if r["ranks"] else None for r in single]
+    ms = sorted(r["ms"] for r in rows)
+    return {
+        "questions": len(rows), "single": len(single), "multi": len(multi), "none": len(none),
+        "hit@1": mean(rk == 1 for rk in first),
+        "hit@5": mean(rk is not None and rk <= 5 for rk in first),
+        "mrr": mean(1 / rk if rk else 0 for rk in first),
+        "ndcg@10": mean(1 / math.log2(rk + 1) if rk and rk <= 10 else 0 for rk in first),
+        "multi_recall@10": mean(mean(rk is not None and rk <= 10 for rk in r["ranks"]) for r in multi),
+        "abstention_on_none": mean(r["abstained"] for r in none),
+        "false_refusal": mean(r["abstained"] for r in answerable),
+        "cited_gold": mean(r["cited_gold"] for r in answerable),
+        "fabricated": sum(r["fabricated"] for r in rows),
+        "answer_facts": mean(r["facts"] for r in answerable if r["facts"] is not None),
+        "ms_p50": round(statistics.median(ms), 1) if ms else None,
+        "ms_p95": round(ms[int(0.95 * (len(ms) - 1))], 1) if ms else None,
+    }
+
+
+@dataclass
+class Report:
+    name: str
+    results: dict[str, dict]  # config name -> {"summary", "rows", "overrides"}
+    meta: dict[str, Any]
+
+    def table(self) -> str:
+        """The metrics as a Markdown table, one row per configuration."""
+        head = "| config | " + " | ".join(METRICS) + " |"
+        lines = [head, "|" + "---|" * (len(METRICS) + 1)]
+        for name, result in self.results.items():
+            cells = [_cell(result["summary"].get(m)) for m in METRICS]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
+    def write(self, out_dir: Path) -> list[Path]:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        md, js, png = (out_dir / f"{self.name}{ext}" for ext in (".md", ".json", ".png"))
+        js.write_text(json.dumps({"name": self.name, "meta": self.meta, "results": self.results}, indent=1,
+                                 ensure_ascii=False), encoding="utf-8")
+        meta = "\n".join(f"- {key}: {value}" for key, value in self.meta.items())
+        md.write_text(f"# Evaluation: {self.name}\n\n{meta}\n\n{self.table()}\n\n"
+                      "hit@k, MRR and nDCG@10 over questions with one gold paper (single + follow-up); "
+                      "multi_recall@10 over multi-paper questions; abstention_on_none over unanswerable questions; "
+                      "false_refusal and cited_gold over answerable ones; fabricated = citations removed; "
+                      "ms = time of `Engine.ask` per question.\n", encoding="utf-8")
+        written = [md, js]
+        if _plot(self, png):
+            written.append(png)
+        return written
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.3f}" if isinstance(value, float) and value <= 1.0 else str(value)
+
+
+def _plot(report: Report, path: Path) -> bool:
+    """Grouped bars of the ranking metrics per configuration (matplotlib, from the test/bench extras)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    metrics = ["hit@1", "hit@5", "mrr", "ndcg@10", "abstention_on_none", "false_refusal"]
+    names = list(report.results)
+    fig, ax = plt.subplots(figsize=(9, 4))
+    width = 0.8 / max(len(names), 1)
+    for i, name in enumerate(names):
+        values = [report.results[name]["summary"].get(m) or 0 for m in metrics]
+        ax.bar([x + i * width for x in range(len(metrics))], values, width, label=name)
+    ax.set_xticks([x + width * (len(names) - 1) / 2 for x in range(len(metrics))], metrics)
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"{report.name}: {report.meta.get('questions')} questions, {report.meta.get('papers')} papers")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def run(engine: Engine, questions: list[dict], configs: list[str], name: str, k: int = K) -> Report:
+    """Evaluate every configuration in one run, over the same loaded index."""
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        raise QuestionSetError(f"unknown configuration(s) {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
+    results = {}
+    for config in configs:
+        result = evaluate(engine.derive(**CONFIGS[config]), questions, k)
+        results[config] = {"overrides": CONFIGS[config], **result}
+    settings = engine.settings
+    meta = {"questions": len(questions), "papers": engine.index.count(), "k": k,
+            "answers": f"LLM {settings.llm_model}" if settings.llm_enabled else "extractive",
+            "embedder": engine.index.embedder.identity, "date": time.strftime("%Y-%m-%d %H:%M")}
+    return Report(name, results, meta)

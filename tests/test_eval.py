@@ -1,0 +1,65 @@
+"""`rag eval` end to end: a small question set over a real index of the seeds, three retrieval configurations in
+one run, in both answer modes (extractive, and LLM through the project's fake OpenAI-compatible server)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from conftest import ROOT, SEEDS, rag_cmd
+from fake_openai import FakeOpenAI
+
+QUESTIONS = ROOT / "eval" / "questions" / "seeds_dev.jsonl"
+
+
+@pytest.fixture(scope="module")
+def small_set(tmp_path_factory):
+    """4 questions of each kind from the seeds dev set."""
+    items = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
+    picked = [q for kind in ("single", "multi", "none", "followup") for q in [i for i in items if i["kind"] == kind][:4]]
+    path = tmp_path_factory.mktemp("eval") / "small.jsonl"
+    path.write_text("".join(json.dumps(q) + "\n" for q in picked))
+    return path, picked
+
+
+@pytest.mark.parametrize("answers", ["extractive", "llm"])
+def test_rag_eval_compares_configurations_in_one_run_and_writes_the_report(small_set, tmp_path, answers):
+    path, picked = small_set
+    args = ["eval", str(path), "--corpus", str(SEEDS), "--out", str(tmp_path / "reports"), "--name", "small"]
+    settings = {"data_dir": tmp_path / "index"}
+    with FakeOpenAI() as llm:
+        if answers == "llm":
+            settings.update(llm_model="fake-chat", llm_base_url=llm.base_url, llm_timeout=5)
+        run = subprocess.run(rag_cmd(*args, **settings), cwd=ROOT, capture_output=True, text=True, timeout=600)
+        chats = len(llm.chat_requests())
+    assert run.returncode == 0, run.stderr
+    table = run.stdout.splitlines()
+    assert table[0].startswith("| config | hit@1 | hit@5 | mrr | ndcg@10 | multi_recall@10 |")
+    assert [line.split("|")[1].strip() for line in table[2:]] == ["bm25", "dense", "hybrid"]
+    report = json.loads((tmp_path / "reports" / "small.json").read_text())
+    assert (tmp_path / "reports" / "small.md").read_text().count("| hybrid |") == 1
+    assert (tmp_path / "reports" / "small.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert report["meta"]["papers"] == 38 and report["meta"]["questions"] == len(picked) == 16
+    hybrid = report["results"]["hybrid"]
+    assert len(hybrid["rows"]) == 16 and hybrid["summary"]["single"] == 8 and hybrid["summary"]["none"] == 4
+    assert hybrid["summary"]["hit@5"] == 1.0 and hybrid["summary"]["hit@1"] >= 0.875
+    assert hybrid["summary"]["multi_recall@10"] >= 0.75
+    modes = {row["mode"] for row in hybrid["rows"] if not row["abstained"]}
+    if answers == "llm":
+        assert modes == {"llm"} and chats > 0 and report["meta"]["answers"] == "LLM fake-chat"
+    else:
+        assert modes == {"extractive"} and chats == 0
+    # the three configurations rank differently: they really are different retrievers
+    ranks = {name: [r["ranks"] for r in result["rows"]] for name, result in report["results"].items()}
+    assert ranks["bm25"] != ranks["dense"]
+
+
+def test_a_malformed_question_file_is_one_clear_error(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"qid": "a", "kind": "single", "question": "ok?", "gold": []}\n{"kind": "weird"}\n')
+    run = subprocess.run(rag_cmd("eval", str(bad), "--corpus", str(SEEDS / "000_iclr2025_abstracts.txt"),
+                                 data_dir=tmp_path / "index"), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1
+    assert run.stderr.strip().splitlines()[-1] == (f"Error: {bad}:2: not a question in the documented format "
+                                                   '({"qid", "kind", "question", "gold", ...})')
