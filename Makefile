@@ -45,7 +45,7 @@ bench: $(STAMP) ## Benchmarks on the 2,114-paper corpus -> bench/REPORT.md, benc
 
 eval: $(STAMP) ## rag eval: bm25 / dense / hybrid on the seeds, then on the 2,114-paper corpus -> eval/reports/ (needs ../shared)
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
-	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(CORPUS) --kinds single,followup,multi --name seeds_dev-iclr2025
+	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(CORPUS) --name seeds_dev-iclr2025
 	$(BIN)/rag eval eval/questions/corpus_dev.jsonl --corpus $(CORPUS)
 	$(BIN)/rag eval eval/questions/corpus_heldout.jsonl --corpus $(CORPUS)
 

@@ -322,7 +322,7 @@ def chat(k: int | None, decision: str | None, **settings: Any) -> None:
 @click.option("--corpus", type=click.Path(exists=True, path_type=Path), default=None,
               help="Ingest this file or directory first (the haystack); its index goes to .rag-eval/<name> "
                    "unless --data-dir is given. Without it, the current index is the haystack.")
-@click.option("--configs", default="bm25,dense,hybrid", show_default=True,
+@click.option("--configs", default="bm25,dense,hybrid-rrf60,hybrid", show_default=True,
               help="Retrieval configurations to compare, comma-separated (hybrid is what the app runs).")
 @click.option("--kinds", default="", help="Only these question kinds, e.g. single,none.")
 @click.option("--name", default=None, help="Report name (default: <questions>-<corpus>).")

@@ -96,7 +96,8 @@ class Engine:
         index = self.index
         with self._lock:
             if self._retriever is None:
-                self._retriever = HybridRetriever(index, self.settings.candidates, self.settings.rrf_k)
+                self._retriever = HybridRetriever(index, self.settings.candidates, self.settings.rrf_k,
+                                                  self.settings.bm25_weight)
             return self._retriever
 
     def ingest(self, paths: list[str | Path], progress: Callable[[int, int], None] | None = None) -> IngestStats:
@@ -143,8 +144,8 @@ class Engine:
         loaded = time.perf_counter()
         decisions = [decision] if isinstance(decision, str) else list(decision or [])
         retrieval = retriever.retrieve(query, k or self.settings.k, [d for d in decisions if d] or None,
-                                       author or None, self.settings.retrieval, self.settings.rerank_depth,
-                                       self.settings.rerank_weight)
+                                       author or None, self.settings.retrieval, self.settings.rrf_k,
+                                       self.settings.bm25_weight)
         retrieved = time.perf_counter()
         sources = sources_from(retrieval)
         by_n = {s.n: s for s in sources}

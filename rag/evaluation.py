@@ -28,7 +28,8 @@ K = 10  # papers retrieved per question, so that recall@10 and nDCG@10 can be me
 CONFIGS: dict[str, dict[str, Any]] = {  # name -> settings overrides; "hybrid" is what the app runs
     "bm25": {"retrieval": "bm25"},
     "dense": {"retrieval": "dense"},
-    "hybrid": {},
+    "hybrid-rrf60": {"retrieval": "hybrid", "rrf_k": 60, "bm25_weight": 1.0},  # textbook RRF, before tuning
+    "hybrid": {"retrieval": "hybrid", "rrf_k": 5, "bm25_weight": 1.5},  # tuned on seeds_dev (eval/README.md)
 }
 METRICS = ["hit@1", "hit@5", "mrr", "ndcg@10", "multi_recall@10", "abstention_on_none", "false_refusal",
            "cited_gold", "fabricated", "answer_facts", "ms_p50", "ms_p95"]

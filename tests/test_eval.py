@@ -36,7 +36,7 @@ def test_rag_eval_compares_configurations_in_one_run_and_writes_the_report(small
     assert run.returncode == 0, run.stderr
     table = run.stdout.splitlines()
     assert table[0].startswith("| config | hit@1 | hit@5 | mrr | ndcg@10 | multi_recall@10 |")
-    assert [line.split("|")[1].strip() for line in table[2:]] == ["bm25", "dense", "hybrid"]
+    assert [line.split("|")[1].strip() for line in table[2:]] == ["bm25", "dense", "hybrid-rrf60", "hybrid"]
     report = json.loads((tmp_path / "reports" / "small.json").read_text())
     assert (tmp_path / "reports" / "small.md").read_text().count("| hybrid |") == 1
     assert (tmp_path / "reports" / "small.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -241,7 +241,7 @@ def build(engine: Engine) -> gr.Blocks:
             return engine.ask(question, history=history or None, k=int(k) if k else None,
                               decision=decisions or None, author=author or None).to_dict()
         except USER_ERRORS as exc:
-            raise gr.Error(str(exc)) from None
+            raise gr.Error(str(exc), print_exception=False) from None  # the user's error, not the server's
 
     with gr.Blocks(title="Ask the ICLR 2025 abstracts", analytics_enabled=False) as demo:
         answers = gr.State([])
