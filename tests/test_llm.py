@@ -191,5 +191,12 @@ def test_rag_chat_keeps_the_conversation_for_follow_ups(seed_engine, server, tmp
     assert "answers: LLM fake-chat" in result.stdout and "(new conversation)" in result.stdout
     rewrite = [r for r in server.chat_requests() if not r["body"].get("stream")]
     assert len(rewrite) == 1 and first in rewrite[0]["body"]["messages"][0]["content"]
-    assert result.stdout.count("[1] 000_iclr2025_abstracts.txt #16") == 2  # Time-MoE, first for both questions
+    # Time-MoE is source 1 of both answer prompts: the follow-up was searched with the conversation.
+    answers = [r for r in server.chat_requests() if r["body"].get("stream")]
+    assert len(answers) == 2
+    for request in answers:
+        prompt = request["body"]["messages"][1]["content"]
+        source_1 = re.search(r'<source n="1">\n.*?Abstract: (.*?)\n</source>', prompt, re.DOTALL).group(1)
+        assert " ".join(source_1.split()) == SEED_000[15]
+    assert "[1] 000_iclr2025_abstracts.txt #16" in result.stdout
 

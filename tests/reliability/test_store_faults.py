@@ -126,7 +126,7 @@ def test_kill_9_at_random_moments_leaves_a_consistent_store(tmp_path, soak):
     search. After the last, a full run completes the set exactly."""
     abstracts = seed_paragraphs("000_iclr2025_abstracts.txt") + seed_paragraphs("003_iclr2025_abstracts.txt")
     path = tmp_path / "many.jsonl"
-    n = 160
+    n = 100  # two batches
     with path.open("w") as f:
         for i in range(n):
             f.write(json.dumps({"id": f"p{i:03d}", "title": f"Paper {i}",
