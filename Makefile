@@ -48,6 +48,7 @@ eval: $(STAMP) ## rag eval: bm25 / dense / hybrid on the seeds, then on the 2,11
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(CORPUS) --name seeds_dev-iclr2025
 	$(BIN)/rag eval eval/questions/corpus_dev.jsonl --corpus $(CORPUS)
 	$(BIN)/rag eval eval/questions/corpus_heldout.jsonl --corpus $(CORPUS)
+	$(BIN)/rag eval eval/questions/corpus_none.jsonl --corpus $(CORPUS)
 
 clean: ## Remove the index (.rag) and caches, keep .venv
 	rm -rf .rag .pytest_cache
