@@ -11,12 +11,16 @@ import sys
 import time
 from collections import Counter
 
+import pytest
+
 from conftest import ROOT, seed_paragraphs
 
 from rag.config import Settings
 from rag.engine import Engine
 
 
+# Against a real Chroma server; the embedded store gets random kill points in tests/reliability/test_store_faults.py.
+@pytest.mark.parametrize("store", ["server"], indirect=True)
 def test_kill_9_mid_ingest_then_rerun_gives_every_paper_exactly_once(tmp_path, store):
     abstracts = seed_paragraphs("000_iclr2025_abstracts.txt") + seed_paragraphs("003_iclr2025_abstracts.txt")
     path = tmp_path / "many.jsonl"

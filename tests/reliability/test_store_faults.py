@@ -159,6 +159,8 @@ def test_kill_9_at_random_moments_leaves_a_consistent_store(tmp_path, soak):
     run = subprocess.run(rag_cmd("ingest", "-q", str(path), data_dir=data_dir), cwd=ROOT, capture_output=True,
                          text=True, timeout=900)
     assert run.returncode == 0, run.stderr
+    summary = run.stdout.strip().splitlines()[-1]
+    assert f"added {n - stored[-1]}," in summary and f"unchanged {stored[-1]}," in summary, summary  # no re-embedding
     assert _check_consistent(data_dir, n) == n
     print(f"\nkill -9 trials: {trials}, papers complete after each kill: {stored}, after the final run: {n}")
 
