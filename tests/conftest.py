@@ -141,3 +141,27 @@ def api_ask(base: str, payload: list, cookies: str = "", timeout: float = 120) -
         error = json.loads(data)
         return 200, {"error": error.get("error") if isinstance(error, dict) else error}
     return 200, json.loads(data)[0]
+
+
+def wait_for_page(url: str, proc, timeout: float = 120) -> str:
+    """The body of `url` once the server started as `proc` answers; fails if it exits or takes too long."""
+    import time
+    import urllib.request
+
+    deadline = time.time() + timeout
+    while True:
+        try:
+            return urllib.request.urlopen(url, timeout=2).read().decode()
+        except OSError:
+            assert proc.poll() is None, "the server exited"
+            assert time.time() < deadline, "the server did not start"
+            time.sleep(0.3)
+
+
+def without_capabilities(cmd: list[str]) -> list[str]:
+    """Root ignores file modes; run without capabilities so chmod 0 / a-w mean what they say (CI is root)."""
+    import shutil
+
+    if os.geteuid() == 0:
+        return [shutil.which("setpriv") or "/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", "--", *cmd]
+    return cmd

@@ -8,11 +8,10 @@ import os
 import re
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
-from conftest import DATA, ROOT, SEEDS, free_port
+from conftest import DATA, ROOT, SEEDS, free_port, wait_for_page
 
 sys.path.insert(0, str(ROOT / "tests"))
 from netaudit import outside  # noqa: E402
@@ -158,15 +157,7 @@ def test_serve_answers_over_http_and_connects_nowhere_else(cli_index, tmp_path):
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 60
-        while True:
-            try:
-                page = urllib.request.urlopen(base + "/", timeout=2).read().decode()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stdout.read()
-                assert time.time() < deadline, "server did not start"
-                time.sleep(0.3)
+        page = wait_for_page(base + "/", proc, timeout=60)
         assert "Ask the ICLR 2025 abstracts" in page
         request = urllib.request.Request(base + "/gradio_api/call/ask",
                                          data=json.dumps({"data": [SAE, None, 5, None, ""]}).encode(),

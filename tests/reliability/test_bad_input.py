@@ -9,11 +9,10 @@ import dataclasses
 import json
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
-from conftest import DATA, ROOT, rag_cmd
+from conftest import DATA, ROOT, rag_cmd, without_capabilities
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from rag.ingest import MIN_ABSTRACT_CHARS, normalize_text, read_paths, stable_id
@@ -168,17 +167,10 @@ def _broken_tree(base):
     return d, good, bad
 
 
-def _unprivileged(cmd: list[str]) -> list[str]:
-    """As root, file permissions do not apply; run without capabilities so chmod 0 means unreadable."""
-    if os.geteuid() == 0:
-        return [shutil.which("setpriv") or "/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", "--", *cmd]
-    return cmd
-
-
 def test_a_directory_of_broken_files_ingests_every_good_record_and_lists_every_bad_one(tmp_path):
     inbox, good, bad = _broken_tree(tmp_path)
     data_dir = tmp_path / "index"
-    run = subprocess.run(_unprivileged(rag_cmd("ingest", "-q", str(inbox), data_dir=data_dir)), cwd=ROOT,
+    run = subprocess.run(without_capabilities(rag_cmd("ingest", "-q", str(inbox), data_dir=data_dir)), cwd=ROOT,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 1, run.stderr  # partial
     assert "Traceback" not in run.stderr + run.stdout

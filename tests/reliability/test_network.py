@@ -11,9 +11,8 @@ import shutil
 import signal
 import subprocess
 import time
-import urllib.request
 
-from conftest import ROOT, SEEDS, api_ask, free_port, rag_cmd
+from conftest import ROOT, SEEDS, api_ask, free_port, rag_cmd, wait_for_page
 from fake_openai import FakeOpenAI
 
 STRACE = shutil.which("strace") or "/usr/bin/strace"
@@ -75,14 +74,7 @@ def test_a_full_session_connects_to_nothing_outside_loopback(tmp_path):
                                 cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         try:
             base = f"http://127.0.0.1:{port}"
-            deadline = time.time() + 120
-            while True:
-                try:
-                    page = urllib.request.urlopen(base + "/", timeout=2).read().decode()
-                    break
-                except OSError:
-                    assert proc.poll() is None and time.time() < deadline, "rag serve did not start"
-                    time.sleep(0.5)
+            page = wait_for_page(base + "/", proc)
             assert "Ask the ICLR 2025 abstracts" in page
             status, answer = api_ask(base, ["Is there work on making sparse autoencoders cheaper to train?"])
             assert status == 200 and answer["mode"] == "llm" and answer["citations"]

@@ -8,7 +8,6 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +15,7 @@ import time
 import urllib.request
 
 import pytest
-from conftest import DATA, ROOT, api_ask, free_port, rag_cmd, seed_paragraphs
+from conftest import DATA, ROOT, api_ask, free_port, rag_cmd, seed_paragraphs, without_capabilities
 
 from rag.config import Settings
 from rag.engine import Engine
@@ -80,13 +79,6 @@ def test_a_chroma_server_stopped_mid_session_is_a_clear_error_and_recovers(tmp_p
         _stop(server)
 
 
-def _no_caps(cmd: list[str]) -> list[str]:
-    """Root ignores file modes; without capabilities it obeys them (chmod a-w means read-only)."""
-    if os.geteuid() == 0:
-        return [shutil.which("setpriv") or "/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", "--", *cmd]
-    return cmd
-
-
 def test_a_read_only_data_dir_is_a_clear_error_naming_the_fix(tmp_path):
     data_dir = tmp_path / "index"
     Engine(Settings(data_dir=data_dir)).ingest([DATA / "papers_small.jsonl"])
@@ -94,7 +86,7 @@ def test_a_read_only_data_dir_is_a_clear_error_naming_the_fix(tmp_path):
         path.chmod(path.stat().st_mode & ~0o222)
     try:
         for args in (("ask", Q), ("ingest", str(DATA / "papers_small.jsonl")), ("stats",)):
-            run = subprocess.run(_no_caps(rag_cmd(*args, data_dir=data_dir)), cwd=ROOT, capture_output=True,
+            run = subprocess.run(without_capabilities(rag_cmd(*args, data_dir=data_dir)), cwd=ROOT, capture_output=True,
                                  text=True, timeout=120)
             assert run.returncode == 1, run.stdout
             assert run.stderr.startswith(f"Error: cannot write the data dir {data_dir}"), run.stderr
