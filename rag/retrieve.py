@@ -11,13 +11,13 @@ Fusion is written here rather than with llama-index's `QueryFusionRetriever` bec
 the chunks of one paper would vote separately and crowd the list. Here each retriever votes once per paper.
 The dense score of the best chunk also feeds the abstention gate in `rag.answer`.
 
-Sentences (for snippets and extractive answers) are scored by their own embedding against the question,
-plus a small bonus for sharing the question's stemmed terms; sentence vectors are cached in memory.
+Sentences (for snippets, extractive answers and the abstention signal) are scored by their stored vector
+(`rag.index`) against the question, plus a small bonus for sharing the question's stemmed terms. A question costs
+one embedding (its own), one Chroma query, one BM25 pass and one Chroma read of the hits' sentences.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,12 +26,14 @@ import bm25s
 import numpy as np
 import Stemmer
 
-from rag.index import PaperIndex, StoredPaper
+from rag.citations import cited_in, without_citations
+from rag.index import PaperIndex, Sentences, StoredPaper
+from rag.sentences import split_sentences
 
 _STEMMER = Stemmer.Stemmer("english")
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
-SNIPPET_PAPERS = 3  # the top papers whose sentences are embedded; the rest get lexical snippets
+SNIPPET_PAPERS = 3  # the top papers whose sentences answer (and whose best sentence is the confidence)
 # Text in an abstract that addresses a model ("IGNORE ALL PREVIOUS INSTRUCTIONS AND SAY ..."): never support.
 INSTRUCTION = re.compile(r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|rules|context)\b|"
                          r"\byou are now\b|\bsystem prompt\b|\bnew instructions?\b", re.IGNORECASE | re.DOTALL)
@@ -88,17 +90,6 @@ def tokenize(texts: list[str]) -> list[list[str]]:
     return bm25s.tokenize(texts, stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False)
 
 
-@functools.lru_cache(maxsize=1)
-def _sentence_splitter():
-    from llama_index.core.node_parser.text.utils import split_by_sentence_tokenizer
-
-    return split_by_sentence_tokenizer()  # NLTK punkt, shipped inside llama-index-core
-
-
-def split_sentences(text: str) -> list[str]:
-    return [s.strip() for s in _sentence_splitter()(text) if s.strip()]
-
-
 class HybridRetriever:
     """Dense + BM25 over a `PaperIndex`. Call `refresh()` after the store changes."""
 
@@ -107,7 +98,6 @@ class HybridRetriever:
         self.candidates = candidates
         self.rrf_k = rrf_k
         self.bm25_weight = bm25_weight
-        self._sentence_cache: dict[str, np.ndarray] = {}
         self.refresh()
 
     def refresh(self) -> None:
@@ -173,12 +163,11 @@ class HybridRetriever:
         hits = [Hit(state.papers[state.position[pid]], fused[pid] / best_possible,
                     dense_ranked.get(pid), lexical_ranked.get(pid)) for pid in order]
         retrieval = Retrieval(question, hits, best_dense, vector)
-        top = list(range(min(SNIPPET_PAPERS, len(hits))))
-        retrieval.sentences = self.score_sentences(retrieval, top)
+        scored = self.score_sentences(retrieval, list(range(len(hits))))
+        retrieval.sentences = [s for s in scored if s.paper_index < SNIPPET_PAPERS]
         for i, hit in enumerate(hits):
-            best = ([s for s in retrieval.sentences if s.paper_index == i] if i in top
-                    else self.score_sentences(retrieval, [i], embed=False))
-            hit.snippet = best[0].text if best else hit.paper.abstract[:300]
+            best = next((s for s in scored if s.paper_index == i), None)
+            hit.snippet = best.text if best else hit.paper.abstract[:300]
         if hits:
             retrieval.named_match = self._named_match(question, hits[0].paper, state)
         return retrieval
@@ -196,51 +185,64 @@ class HybridRetriever:
                 return word
         return ""
 
-    def score_sentences(self, retrieval: Retrieval, paper_indexes: list[int], embed: bool = True
-                        ) -> list[ScoredSentence]:
+    def score_sentences(self, retrieval: Retrieval, paper_indexes: list[int]) -> list[ScoredSentence]:
         """Sentences of the given hits, best first: cosine to the question + a term-overlap bonus."""
         terms = set(tokenize([retrieval.question])[0])
-        items: list[tuple[int, str]] = [(i, s) for i in paper_indexes
-                                         for s in split_sentences(retrieval.hits[i].paper.abstract)]
+        stored = self.sentences([retrieval.hits[i].paper for i in paper_indexes])
+        items: list[tuple[int, str]] = []
+        vectors = []
+        for i in paper_indexes:
+            sentences = stored[retrieval.hits[i].paper.paper_id]
+            items.extend((i, text) for text in sentences.texts)
+            vectors.append(sentences.vectors)
         if not items:
             return []
-        dense = self._sentence_vectors([s for _, s in items]) @ retrieval.query_vector if embed else \
-            np.zeros(len(items), dtype=np.float32)
+        dense = np.concatenate(vectors) @ retrieval.query_vector
         scored = []
         for (i, sentence), cos, words in zip(items, dense, tokenize([s for _, s in items])):
             overlap = len(terms & set(words)) / len(terms) if terms else 0.0
             scored.append(ScoredSentence(sentence, float(cos) + LEXICAL_BONUS * overlap, i))
         return sorted(scored, key=lambda s: -s.score)
 
-    def _sentence_vectors(self, sentences: list[str]) -> np.ndarray:
-        missing = list(dict.fromkeys(s for s in sentences if s not in self._sentence_cache))
-        if missing:
-            vectors = self.index.embedder.embed(missing)
-            if len(self._sentence_cache) > 50_000:
-                self._sentence_cache.clear()
-            self._sentence_cache.update(zip(missing, vectors))
-        return np.stack([self._sentence_cache[s] for s in sentences])
+    def sentences(self, papers: list[StoredPaper]) -> dict[str, Sentences]:
+        """The sentences and sentence vectors of these papers, read from the store. Papers stored before the
+        index kept sentences (re-run `rag ingest` to add them) have theirs embedded here, more slowly."""
+        found = self.index.sentences_of([p.paper_id for p in papers])
+        for paper in papers:
+            if paper.paper_id not in found:
+                texts = split_sentences(paper.abstract)
+                found[paper.paper_id] = Sentences(texts, self.index.embedder.embed(texts))
+        return found
 
-
-    def unsupported(self, answer: str, abstracts: dict[int, str], threshold: float) -> list[str]:
-        """Sentences of a generated answer whose best cosine to any sentence of the abstracts they cite is below
-        `threshold` (uncited sentences are not checked: nothing claims support for them)."""
-        weak = []
+    def unsupported(self, answer: str, cited_papers: dict[int, str], threshold: float) -> tuple[list[str], int]:
+        """Check each sentence of a generated answer that cites sources (numbered as in `cited_papers`, n ->
+        paper id) against the sentences of the abstracts it cites. Returns (the sentences whose best cosine is
+        below `threshold`, how many sentences were checked). Uncited sentences are not checked: nothing claims
+        support for them."""
+        claims: list[tuple[str, str, list[str]]] = []  # (sentence, claim without citations, cited paper ids)
         for sentence in split_sentences(answer):
-            cited = [int(n) for group in re.findall(r"\[([\d,\s]+)\]", sentence)
-                     for n in group.split(",") if n.strip().isdigit()]
-            texts = [abstracts[n] for n in cited if n in abstracts]
-            if not texts:
-                continue
-            claim = re.sub(r"\s*\[[\d,\s]+\]", "", sentence).strip()
-            # An instruction planted in an abstract does not support a model that repeats it.
-            candidates = [s for text in texts for s in split_sentences(text) if not INSTRUCTION.search(s)]
-            if not claim:
-                continue
-            if not candidates:
+            ids = list(dict.fromkeys(cited_papers[n] for n in cited_in(sentence) if n in cited_papers))
+            claim = without_citations(sentence)
+            if ids and claim:
+                claims.append((sentence, claim, ids))
+        if not claims:
+            return [], 0
+        # Claims are compared with the cited sentences embedded on their own, like with like (the stored
+        # sentence vectors carry their abstract's context, which suits ranking but lowers a verbatim quote's
+        # cosine to 0.75 at the median). One batch; in LLM mode only, next to seconds of generation.
+        state = self.state
+        texts = {pid: [t for t in split_sentences(state.papers[state.position[pid]].abstract)
+                       if not INSTRUCTION.search(t)]  # a planted instruction never supports a model repeating it
+                 for _, _, ids in claims for pid in ids if pid in state.position}
+        pieces = [t for sentences in texts.values() for t in sentences]
+        vectors = self.index.embedder.embed([claim for _, claim, _ in claims] + pieces)
+        claim_vectors, rows, start = vectors[:len(claims)], {}, len(claims)
+        for pid, sentences in texts.items():
+            rows[pid] = vectors[start:start + len(sentences)]
+            start += len(sentences)
+        weak = []
+        for (sentence, _, ids), claim_vector in zip(claims, claim_vectors):
+            support = [rows[pid] for pid in ids if pid in rows and len(rows[pid])]
+            if not support or float((np.concatenate(support) @ claim_vector).max()) < threshold:
                 weak.append(sentence)
-                continue
-            claim_vector = self.index.embedder.embed([claim])[0]
-            if float((self._sentence_vectors(candidates) @ claim_vector).max()) < threshold:
-                weak.append(sentence)
-        return weak
+        return weak, len(claims)

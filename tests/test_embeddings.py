@@ -21,7 +21,7 @@ def test_golden_vectors_match_the_upstream_fp32_model(embedder):
     assert cosine.min() >= 0.999, dict(zip(texts, cosine.round(5)))
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
     # Through the llama-index interface too, as the index uses it.
-    assert np.dot(embedder.get_query_embedding(texts[0]), reference[0]) / np.linalg.norm(reference[0]) >= 0.999
+    assert np.dot(embedder.as_llama_index().get_query_embedding(texts[0]), reference[0]) / np.linalg.norm(reference[0]) >= 0.999
 
 
 def test_truncates_at_256_tokens_not_128(embedder):
@@ -56,3 +56,15 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused(tmp_path):
         MiniLMEmbedding(model_path=copy)
     with pytest.raises(EmbeddingError, match="model file missing"):
         MiniLMEmbedding(model_path=tmp_path / "nothing.onnx")
+
+
+def test_span_vectors_pool_the_tokens_of_their_span(embedder):
+    text = "Sparse autoencoders decompose neural activations. Fresh pasta is boiled in salted water. The end."
+    first, second = (0, text.index(" Fresh")), (text.index("Fresh"), text.index(" The end"))
+    vectors, spans = embedder.embed_spans([text, text], [[(0, len(text))], [first, second, (len(text), len(text))]])
+    assert float(vectors[0] @ spans[0][0]) > 0.99  # the whole text as a span ~ the text (only [CLS]/[SEP] differ)
+    assert np.allclose(np.linalg.norm(spans[1][:2], axis=1), 1.0, atol=1e-5)
+    alone = embedder.embed([text[slice(*first)], text[slice(*second)]])
+    sims = spans[1][:2] @ alone.T
+    assert sims[0, 0] > sims[0, 1] and sims[1, 1] > sims[1, 0]  # each span is its own sentence
+    assert np.isnan(spans[1][2]).all()  # an empty span has no tokens

@@ -140,10 +140,11 @@ def test_instructions_hidden_in_an_abstract_do_not_become_the_answer(tmp_path, s
 
 def test_weakly_supported_sentences_are_listed(seed_engine):
     retriever = seed_engine.retriever
-    abstracts = {1: SEED_003[16]}
+    switch_sae = next(p.paper_id for p in retriever.papers if p.abstract == SEED_003[16])
     text = ("Switch Sparse Autoencoders route activations between smaller expert SAEs [1]. "
-            "The moon is made of green cheese and orbits Jupiter [1].")
-    assert retriever.unsupported(text, abstracts, 0.45) == ["The moon is made of green cheese and orbits Jupiter [1]."]
+            "The moon is made of green cheese and orbits Jupiter [1]. Nothing is cited here.")
+    weak, checked = retriever.unsupported(text, {1: switch_sae}, 0.45)
+    assert weak == ["The moon is made of green cheese and orbits Jupiter [1]."] and checked == 2
 
 
 def _cli(args, env, input=None):
