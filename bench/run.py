@@ -207,7 +207,7 @@ def main() -> int:
     # The same questions the way this app answered before sentence vectors were stored (and the way an index
     # built then still answers): every hit's sentences embedded at question time.
     stored_sentences = full.index.sentences_of
-    full.index.sentences_of = lambda paper_ids: {}
+    full.index.sentences_of = lambda papers: {}
     report["lat_full_unstored"] = latency(full, qs)
     full.index.sentences_of = stored_sentences
     large = build_large(full, args.large, work / "large")

@@ -207,7 +207,7 @@ class HybridRetriever:
     def sentences(self, papers: list[StoredPaper]) -> dict[str, Sentences]:
         """The sentences and sentence vectors of these papers, read from the store. Papers stored before the
         index kept sentences (re-run `rag ingest` to add them) have theirs embedded here, more slowly."""
-        found = self.index.sentences_of([p.paper_id for p in papers])
+        found = self.index.sentences_of(papers)
         for paper in papers:
             if paper.paper_id not in found:
                 texts = split_sentences(paper.abstract)

@@ -77,14 +77,14 @@ def test_an_edited_seed_abstract_replaces_its_chunks(tmp_path, store):
     assert stats.embedded_chunks == len(new_chunks["ids"]) >= 1
     assert "huge language models" in " ".join(new_chunks["documents"])
     assert not engine.index.sentences.get(where={"paper_id": old.paper_id}, include=[])["ids"]
-    assert any("huge language models" in t for t in engine.index.sentences_of([new.paper_id])[new.paper_id].texts)
+    assert any("huge language models" in t for t in engine.index.sentences_of([new])[new.paper_id].texts)
     answer = engine.ask("huge language models generalization versus memorization")
     assert answer.sources[0].paper_id == new.paper_id
 
 
 def test_every_abstract_sentence_is_stored_with_a_vector_of_its_own_tokens(seed_engine):
     papers = seed_engine.index.all_papers()
-    stored = seed_engine.index.sentences_of([p.paper_id for p in papers])
+    stored = seed_engine.index.sentences_of(papers)
     embedder = seed_engine.index.embedder
     assert set(stored) == {p.paper_id for p in papers}
     own = total = 0
@@ -108,13 +108,13 @@ def test_an_index_without_stored_sentences_still_answers_and_ingest_adds_them(tm
     # What an index written before sentences were stored looks like: no sentences, the old chunking marker.
     engine.index.sentences.delete(where={"paper_id": top.paper_id})
     meta = engine.index.papers.get(ids=[top.paper_id], include=["metadatas"])["metadatas"][0]
-    engine.index.papers.update(ids=[top.paper_id], metadatas=[{**meta, "chunking": "250/30"}])
+    engine.index.papers.update(ids=[top.paper_id], metadatas=[{**meta, "chunking": "250/30", "sentences": 0}])
     answer = Engine(Settings.load(**store)).ask(question)
     assert answer.sources[0].paper_id == top.paper_id and answer.citations[0].n == 1
     assert answer.citations[0].snippet in top.text
     stats = engine.ingest([SEEDS / "003_iclr2025_abstracts.txt"])
     assert stats.updated == 1 and stats.unchanged == engine.index.count() - 1
-    assert top.paper_id in engine.index.sentences_of([top.paper_id])
+    assert top.paper_id in engine.index.sentences_of(engine.index.all_papers())
 
 
 def test_records_with_ids_update_in_place_and_vanish_when_removed_from_their_file(tmp_path, store):
