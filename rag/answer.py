@@ -65,7 +65,7 @@ class Answer:
     citations: list[Source]
     sources: list[Source]
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds
-    confidence: float = 0.0  # best dense similarity of any chunk: what the abstention gate looks at
+    confidence: float = 0.0  # score of the best sentence of the top papers: what the abstention gate looks at
     retrieval_query: str = ""  # what was searched, when it differs from the question (follow-ups)
     notices: list[str] = field(default_factory=list)  # things the user should know (truncated input, ...)
     model: str = ""  # the LLM that wrote the answer (mode "llm")
