@@ -105,8 +105,7 @@ class Engine:
         index = self.index
         with self._lock:
             if self._retriever is None:
-                self._retriever = HybridRetriever(index, self.settings.candidates, self.settings.rrf_k,
-                                                  self.settings.bm25_weight)
+                self._retriever = HybridRetriever(index, self.settings.candidates)
             return self._retriever
 
     def ingest(self, paths: list[str | Path], progress: Callable[[int, int], None] | None = None) -> IngestStats:

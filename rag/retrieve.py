@@ -9,7 +9,7 @@ the stronger signal and the top of each list matters most.
 
 Fusion is written here rather than with llama-index's `QueryFusionRetriever` because that one fuses *nodes*:
 the chunks of one paper would vote separately and crowd the list. Here each retriever votes once per paper.
-The dense score of the best chunk also feeds the abstention gate in `rag.answer`.
+The abstention gate in `rag.answer` reads `Retrieval.confidence`, the score of the best sentence of the top papers.
 
 Sentences (for snippets, extractive answers and the abstention signal) are scored by their stored vector
 (`rag.index`) against the question, plus a small bonus for sharing the question's stemmed terms. A question costs
@@ -27,6 +27,7 @@ import numpy as np
 import Stemmer
 
 from rag.citations import cited_in, without_citations
+from rag.config import Settings
 from rag.index import PaperIndex, Sentences, StoredPaper
 from rag.sentences import split_sentences
 
@@ -57,8 +58,8 @@ class Hit:
 class Retrieval:
     question: str
     hits: list[Hit]
-    best_dense: float  # the best chunk similarity over the whole store
     query_vector: np.ndarray
+    terms: set[str] = field(default_factory=set)  # the question's stemmed terms (BM25's tokenizer)
     sentences: list["ScoredSentence"] = field(default_factory=list)  # of the top papers, best first
     named_match: str = ""  # a rare, name-like term of the question found in the top paper ("Scylla")
 
@@ -93,11 +94,9 @@ def tokenize(texts: list[str]) -> list[list[str]]:
 class HybridRetriever:
     """Dense + BM25 over a `PaperIndex`. Call `refresh()` after the store changes."""
 
-    def __init__(self, index: PaperIndex, candidates: int = 50, rrf_k: int = 5, bm25_weight: float = 1.5) -> None:
+    def __init__(self, index: PaperIndex, candidates: int = 50) -> None:
         self.index = index
         self.candidates = candidates
-        self.rrf_k = rrf_k
-        self.bm25_weight = bm25_weight
         self.refresh()
 
     def refresh(self) -> None:
@@ -119,14 +118,15 @@ class HybridRetriever:
                  author: str | None = None, mode: str = "hybrid", rrf_k: int | None = None,
                  bm25_weight: float | None = None) -> Retrieval:
         """The top-k papers for a question, optionally only papers with one of `decisions` and an author whose
-        name contains `author` (case-insensitive). `mode` "dense" or "bm25" ranks with that retriever alone;
-        `rrf_k` and `bm25_weight` override the fusion settings for this call."""
-        rrf_k = self.rrf_k if rrf_k is None else rrf_k
-        bm25_weight = self.bm25_weight if bm25_weight is None else bm25_weight
+        name contains `author` (case-insensitive). `mode` "dense" or "bm25" ranks with that retriever alone (the
+        other is not run); `rrf_k` and `bm25_weight` default to the Settings defaults (engines pass their own)."""
+        rrf_k = Settings.model_fields["rrf_k"].default if rrf_k is None else rrf_k
+        bm25_weight = Settings.model_fields["bm25_weight"].default if bm25_weight is None else bm25_weight
         vector = self.index.embedder.embed([question])[0]
+        terms = tokenize([question])[0]
         state = self.state
         if not state.papers:
-            return Retrieval(question, [], 0.0, vector)
+            return Retrieval(question, [], vector, set(terms))
         allowed = None  # boolean mask over state.papers, when filtered
         if decisions:
             allowed = np.isin(state.decisions, list(decisions))
@@ -138,15 +138,15 @@ class HybridRetriever:
         if author and allowed is not None:  # few papers: let Chroma search only theirs
             paper_ids = [state.papers[i].paper_id for i in np.flatnonzero(allowed)][:_MAX_ID_FILTER]
         dense_ranked: dict[str, float] = {}
-        for pid, sim in self.index.query_chunks(vector.tolist(), self.candidates, decisions or None, paper_ids):
+        chunks = [] if mode == "bm25" else \
+            self.index.query_chunks(vector.tolist(), self.candidates, decisions or None, paper_ids)
+        for pid, sim in chunks:
             if pid in state.position and pid not in dense_ranked:
                 if allowed is None or allowed[state.position[pid]]:
                     dense_ranked[pid] = sim
-        best_dense = max(dense_ranked.values(), default=0.0)
 
         lexical_ranked: dict[str, float] = {}
-        terms = tokenize([question])[0]
-        if terms and state.bm25 is not None:
+        if terms and state.bm25 is not None and mode != "dense":
             mask = None if allowed is None else allowed.astype(np.float32)
             scores = state.bm25.get_scores(terms, weight_mask=mask)
             top = np.argsort(-scores, kind="stable")[: self.candidates]
@@ -162,7 +162,7 @@ class HybridRetriever:
         order = sorted(fused, key=lambda pid: (-fused[pid], pid))[:k]
         hits = [Hit(state.papers[state.position[pid]], fused[pid] / best_possible,
                     dense_ranked.get(pid), lexical_ranked.get(pid)) for pid in order]
-        retrieval = Retrieval(question, hits, best_dense, vector)
+        retrieval = Retrieval(question, hits, vector, set(terms))
         scored = self.score_sentences(retrieval, list(range(len(hits))))
         retrieval.sentences = [s for s in scored if s.paper_index < SNIPPET_PAPERS]
         for i, hit in enumerate(hits):
@@ -187,7 +187,7 @@ class HybridRetriever:
 
     def score_sentences(self, retrieval: Retrieval, paper_indexes: list[int]) -> list[ScoredSentence]:
         """Sentences of the given hits, best first: cosine to the question + a term-overlap bonus."""
-        terms = set(tokenize([retrieval.question])[0])
+        terms = retrieval.terms
         stored = self.sentences([retrieval.hits[i].paper for i in paper_indexes])
         items: list[tuple[int, str]] = []
         vectors = []
