@@ -50,6 +50,7 @@ def llm_options(func: Callable) -> Callable:
         _setting_option("llm_base_url", "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (Ollama)."),
         _setting_option("llm_timeout", "Seconds to wait for the first token or between tokens (default 60).",
                         type=float),
+        _setting_option("llm_deadline", "Seconds for a whole LLM answer, retries included (default 90).", type=float),
         _setting_option("prompts_dir", "Directory overriding prompts/*.txt.", type=click.Path(path_type=Path)),
     ]):
         func = option(func)

@@ -3,9 +3,13 @@
 The `openai` client does the HTTP, the streaming (SSE) and the retries with backoff on connection errors,
 429 and 5xx (honouring Retry-After). What it lacks is a bound on the *whole* wait: retries and Retry-After
 sleeps can add up far past the read timeout. So each call runs in a worker thread that hands its chunks over
-a queue, and the caller waits at most `llm_timeout` for the first chunk and between two chunks. Past that, or
-on any fault (refused, timeout, HTTP error, a stream cut mid-way, malformed data), the caller gets an
-`LLMError` with a one-line reason, and the worker is told to close the stream.
+a queue, and the caller waits at most `llm_timeout` for the first chunk and between two chunks, and at most
+`llm_deadline` in all, counted from the request's start and covering the retries: a server that drips a token
+just inside the timeout would otherwise hold the answer for as long as it likes. Past either, or on any fault
+(refused, timeout, HTTP error, a stream cut mid-way, malformed data), the caller gets an `LLMError` with a
+one-line reason, and the worker is told to close the stream. Error bodies come in every shape (OpenAI's
+`{"error": {"message": ...}}`, a bare string, a list, an HTML page); only a short string is quoted, and
+describing a fault never raises, so no body can turn a fallback into a crash.
 
 The API key is never put in a message: every error text is scrubbed of it.
 """
@@ -20,7 +24,7 @@ from typing import Iterator
 
 from rag.config import Settings
 
-_DONE = object()
+_MAX_DETAIL = 200  # characters of the server's own error text worth quoting; longer is a page, not a reason
 
 
 class LLMError(RuntimeError):
@@ -57,6 +61,7 @@ class ChatClient:
             timeout=httpx.Timeout(settings.llm_timeout, connect=settings.llm_connect_timeout),
             max_retries=settings.llm_max_retries,
         )
+        self._client.chat.completions  # imports its modules now (~0.5 s), not inside the timed first request
 
     def complete(self, messages: list[dict[str, str]], max_tokens: int = 128) -> str:
         """One non-streamed answer (used for rewriting follow-up questions)."""
@@ -78,6 +83,7 @@ class ChatClient:
     # ---- the worker / queue pump -------------------------------------------------------------------
 
     def _run(self, request, streamed: bool, completion: Completion | None = None) -> Iterator[str]:
+        deadline = time.monotonic() + self.settings.llm_deadline
         items: queue.Queue = queue.Queue()
         cancel = threading.Event()
 
@@ -114,15 +120,22 @@ class ChatClient:
                         pass
 
         threading.Thread(target=work, name="llm-request", daemon=True).start()
-        return self._drain(items, cancel, completion)
+        return self._drain(items, cancel, completion, deadline)
 
-    def _drain(self, items: queue.Queue, cancel: threading.Event, completion: Completion | None) -> Iterator[str]:
+    def _drain(self, items: queue.Queue, cancel: threading.Event, completion: Completion | None,
+               deadline: float) -> Iterator[str]:
         wait = self.settings.llm_timeout
+        late = f"the LLM endpoint did not finish its answer within {self.settings.llm_deadline:g} s"
         try:
             while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise LLMError(late)
                 try:
-                    kind, value = items.get(timeout=wait)
+                    kind, value = items.get(timeout=min(wait, left))
                 except queue.Empty:
+                    if left < wait:
+                        raise LLMError(late) from None
                     raise LLMError(f"the LLM endpoint at {self.base_url} did not answer within {wait:g} s") from None
                 if kind == "text":
                     if completion is not None and completion.first_token_at is None:
@@ -139,6 +152,14 @@ class ChatClient:
             cancel.set()
 
     def _describe(self, exc: BaseException) -> str:
+        """One line for the user about `exc`, scrubbed of the key; never raises, whatever `exc` holds."""
+        try:
+            reason = self._reason(exc)
+        except Exception:  # e.g. a str() that fails: the fault must still become a fallback, not a crash
+            reason = f"the LLM request failed ({type(exc).__name__})"
+        return self.scrub(" ".join(reason.split()))[:300]
+
+    def _reason(self, exc: BaseException) -> str:
         import httpx
         import openai
 
@@ -155,17 +176,30 @@ class ChatClient:
         elif isinstance(exc, openai.RateLimitError):
             reason = "the LLM endpoint is rate-limiting requests (HTTP 429); try again later"
         elif isinstance(exc, openai.APIStatusError):
-            body = exc.body if isinstance(exc.body, dict) else {}
-            detail = body.get("message") or (body.get("error") or {}).get("message") if body else None
-            reason = f"the LLM endpoint answered HTTP {exc.status_code}: {detail or exc.message}"
+            detail = _detail(exc.body)
+            reason = f"the LLM endpoint answered HTTP {exc.status_code}" + (f": {detail}" if detail else "")
         elif isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError)):
             reason = "the LLM stream broke off before the answer was complete"
         elif isinstance(exc, (ValueError, openai.APIResponseValidationError)):
             reason = "the LLM endpoint sent a malformed response"
         else:
             reason = f"the LLM request failed: {type(exc).__name__}: {exc}"
-        return self.scrub(" ".join(reason.split())[:300])
+        return reason
 
     def scrub(self, text: str) -> str:
         return text.replace(self._key, "***") if self._key else text
 
+
+def _detail(body: object, depth: int = 0) -> str:
+    """The server's own words in an error body if they are a short string, else "". The client has already
+    unwrapped OpenAI's `{"error": ...}`; what is left may be `{"message": ...}`, `{"error": "..."}` (some proxies),
+    `{"detail": "..."}` (FastAPI), plain text or HTML, a list, a number, or nothing."""
+    if isinstance(body, str):
+        text = " ".join(body.split())
+        return text if len(text) <= _MAX_DETAIL else ""
+    if isinstance(body, dict) and depth < 2:
+        for key in ("message", "error", "detail"):
+            text = _detail(body.get(key), depth + 1)
+            if text:
+                return text
+    return ""

@@ -7,7 +7,10 @@ import json
 import logging
 import re
 import shutil
+import time
 
+import httpx
+import openai
 import pytest
 from conftest import SEEDS, free_port, seed_paragraphs
 from fake_openai import FakeOpenAI
@@ -15,6 +18,7 @@ from fake_openai import FakeOpenAI
 from rag.answer import Answer, Delta, Restart
 from rag.config import Settings
 from rag.engine import Engine
+from rag.llm import ChatClient
 
 SAE = "Is there work on making sparse autoencoders cheaper to train?"
 SEED_003 = seed_paragraphs("003_iclr2025_abstracts.txt")
@@ -117,6 +121,81 @@ def test_every_endpoint_fault_falls_back_to_an_extractive_answer_in_time(seed_en
     assert events[-1].text == answer.answer
     for text in (caplog.text, json.dumps(answer.to_dict()), answer.fallback_reason):
         assert KEY not in text
+
+
+ODD_ERRORS = [  # (status, body sent as is, the reason expected): a detail is shown only if it is a short string
+    (400, '{"error": {"error": "x"}}', "the LLM endpoint answered HTTP 400: x"),
+    (400, '{"error": "just a string"}', "the LLM endpoint answered HTTP 400: just a string"),
+    (400, '{"error": ["a"]}', "the LLM endpoint answered HTTP 400"),
+    (400, '{"message": 5}', "the LLM endpoint answered HTTP 400"),
+    (400, '{"error": {"message": "%s"}}' % ("x" * 5000), "the LLM endpoint answered HTTP 400"),
+    (500, "[1, 2]", "the LLM endpoint answered HTTP 500"),
+    (502, "<html><body>Bad gateway</body></html>",
+     "the LLM endpoint answered HTTP 502: <html><body>Bad gateway</body></html>"),
+    (502, "<html>%s</html>" % ("x" * 5000), "the LLM endpoint answered HTTP 502"),
+]
+
+
+@pytest.mark.parametrize("status,body,reason", ODD_ERRORS)
+def test_an_error_body_of_any_shape_falls_back_with_a_one_line_reason(seed_engine, server, status, body, reason):
+    server.mode, server.status, server.body = "error_body", status, body
+    events, answer = run(llm_engine(seed_engine, server.base_url), SAE)
+    assert answer.mode == "extractive" and answer.fallback_reason == reason
+    assert answer.citations and answer.citations[0].text == SEED_003[16]
+    assert all(r["body"]["stream"] for r in server.chat_requests())
+
+
+@pytest.mark.parametrize("status,body,reason", ODD_ERRORS)
+def test_an_error_body_of_any_shape_in_the_follow_up_rewrite_falls_back_too(seed_engine, server, status, body,
+                                                                            reason):
+    server.mode, server.status, server.body = "error_body", status, body
+    history = [{"role": "user", "content": "Which paper introduces a billion-scale time series foundation model?"},
+               {"role": "assistant", "content": "Time-MoE [1]."}]
+    answer = llm_engine(seed_engine, server.base_url).ask("What dataset did they use?", history=history)
+    assert answer.mode == "extractive" and answer.fallback_reason == reason and answer.notices
+    assert server.chat_requests() and not any(r["body"].get("stream") for r in server.chat_requests())
+
+
+def test_describing_a_fault_never_raises_whatever_the_exception_holds():
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no text")
+
+    response = httpx.Response(400, request=httpx.Request("POST", "http://127.0.0.1:9/v1/chat/completions"))
+    odd = [openai.APIStatusError("x", response=response, body=body)
+           for body in (object(), None, b"bytes", {"message": {"message": None}}, {"error": {"error": {"error": {}}}},
+                        {"message": "two\nlines"})]
+    client = ChatClient(Settings(llm_model="fake-chat", llm_base_url="http://127.0.0.1:9/v1", llm_api_key=KEY))
+    for exc in odd + [Unprintable(), openai.APIStatusError.__new__(openai.APIStatusError)]:
+        reason = client._describe(exc)
+        assert reason and "\n" not in reason, exc
+
+
+def test_a_slow_drip_is_cut_off_at_the_deadline_and_the_streamed_text_restarted(seed_engine, server):
+    server.mode, server.delay = "drip", 1.0  # each character comes well within llm_timeout (2 s)
+    engine = llm_engine(seed_engine, server.base_url, llm_deadline=3)
+    started = time.perf_counter()
+    events, answer = run(engine, SAE)
+    assert time.perf_counter() - started < 3 + 1.5
+    assert answer.mode == "extractive"
+    assert answer.fallback_reason == "the LLM endpoint did not finish its answer within 3 s"
+    kinds = [type(e) for e in events]
+    assert kinds[0] is Delta and Restart in kinds and kinds.index(Restart) == len(kinds) - 2
+    assert answer.citations and answer.citations[0].text == SEED_003[16]
+
+
+def test_the_follow_up_rewrite_obeys_the_deadline_too(seed_engine, server):
+    # Not streamed, the answer is one piece, so llm_timeout already bounds the wait; a shorter deadline wins.
+    server.mode, server.delay = "drip", 0.5
+    engine = llm_engine(seed_engine, server.base_url, llm_deadline=1)
+    history = [{"role": "user", "content": "Which paper introduces a billion-scale time series foundation model?"},
+               {"role": "assistant", "content": "Time-MoE [1]."}]
+    started = time.perf_counter()
+    answer = engine.ask("What dataset did they use?", history=history)  # the rewrite is ChatClient.complete
+    assert time.perf_counter() - started < 1 + 1.5
+    assert answer.mode == "extractive"
+    assert answer.fallback_reason == "the LLM endpoint did not finish its answer within 1 s"
+    assert [r["body"].get("stream") for r in server.chat_requests()] == [None]
 
 
 def test_instructions_hidden_in_an_abstract_do_not_become_the_answer(tmp_path, seed_engine, server):
