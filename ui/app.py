@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import re
+import secrets
+import shutil
 import tempfile
 import threading
 import time
@@ -25,11 +28,15 @@ import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
 
 from rag.answer import Answer, Delta, Restart
+from rag.config import ConfigError
 from rag.embeddings import EmbeddingError
 from rag.engine import Engine, QuestionError
 from rag.index import StoreError
 from rag.ingest import first_sentence
 from rag.retrieve import tokenize
+from ui.guard import Guard
+
+log = logging.getLogger("rag.ui")
 
 EXAMPLES = [
     "Is there work on making sparse autoencoders cheaper to train?",
@@ -58,6 +65,20 @@ CSS = """
 
 
 # ---- rendering (pure functions of an Answer) ------------------------------------------------------------
+
+# Text from papers, models and users reaches the page only through `inert`: every character that HTML or
+# Markdown (with GitHub's autolinks) gives a meaning to becomes a numeric character reference, which both show
+# as the character itself and never as markup. So `[x](http://...)`, `![x](...)`, `<img onerror>`, `**bold**`,
+# bare `https://...` / `www.` / `a@b.c` autolinks in an abstract or an answer are shown as typed, not made live.
+# The app's own markup (links from [n] to the source cards, italics for notices) is added after escaping.
+_INERT = str.maketrans({c: f"&#{ord(c)};" for c in "&<>\"'`[](){}!*_~|#\\:@+-=^"})
+_WWW = re.compile(r"(?i)\bwww\.")
+_CITED = re.compile(r"&#91;(\d+(?:, \d+)*)&#93;")
+
+
+def inert(text: str) -> str:
+    """`text` as Markdown/HTML source that renders exactly as `text`, with nothing live in it."""
+    return _WWW.sub(lambda m: m.group(0)[:3] + "&#46;", str(text).translate(_INERT))
 
 _GENERIC = set(tokenize(["paper papers work works use used using make made method methods approach propose "
                           "proposed study new show shown way there"])[0])
@@ -118,17 +139,16 @@ def sources_panel(answers: list[dict]) -> str:
 
 def answer_markdown(answer: dict, turn: int) -> str:
     """The chat message of a finished answer: escaped text with [n] linked to its card, notices, a footer."""
-    text = html.escape(answer["answer"])
-    text = re.sub(r"\[(\d+(?:, \d+)*)\]", lambda m: "[" + ", ".join(
-        f'<a href="#src-{turn}-{n}">{n}</a>' for n in m.group(1).split(", ")) + "]", text)
-    parts = [f"*{html.escape(n)}*" for n in answer["notices"]]
+    text = _CITED.sub(lambda m: "[" + ", ".join(
+        f'<a href="#src-{turn}-{n}">{n}</a>' for n in m.group(1).split(", ")) + "]", inert(answer["answer"]))
+    parts = [f"*{inert(n)}*" for n in answer["notices"]]
     parts.append(text)
     if answer["fabricated"]:
         parts.append(f"*Removed {answer['fabricated']} citation(s) to papers that were not retrieved.*")
     if answer["unsupported"]:
         parts.append("*Weakly supported by the cited abstracts:* " + " ".join(
-            f"“{html.escape(u)}”" for u in answer["unsupported"]))
-    parts.append(f"<sub>{html.escape(footer(answer))}</sub>")
+            f"“{inert(u)}”" for u in answer["unsupported"]))
+    parts.append(f"<sub>{inert(footer(answer))}</sub>")
     return "\n\n".join(parts)
 
 
@@ -146,17 +166,25 @@ def footer(answer: dict) -> str:
 
 
 def export_markdown(answers: list[dict]) -> str:
+    """The conversation as Markdown. Every text from a paper, a model or the user goes through `inert`, so a
+    Markdown viewer shows `<script>` or `[x](http://...)` in an abstract as text; only the sources' own
+    OpenReview links are live."""
     lines = ["# Conversation", ""]
     for i, a in enumerate(answers, start=1):
-        lines += [f"## Q{i}: {a['question']}", "", a["answer"], ""]
+        lines += [f"## Q{i}: {inert(a['question'])}", "", _CITED.sub(r"[\1]", inert(a["answer"])), ""]
         shown = a["sources"] if a["abstained"] else a["citations"]
         if shown:
             lines.append("Nearest papers:" if a["abstained"] else "Sources:")
         for s in shown:
-            meta = ", ".join(x for x in (s["decision"], s["url"]) if x)
-            lines.append(f"- [{s['n']}] {s['title']}" + (f" ({meta})" if meta else ""))
-        lines += ["", f"_{footer(a)}_", ""]
+            meta = ", ".join(x for x in (inert(s["decision"]), _link(s["url"])) if x)
+            lines.append(f"- [{s['n']}] {inert(s['title'])}" + (f" ({meta})" if meta else ""))
+        lines += ["", f"_{inert(footer(a))}_", ""]
     return "\n".join(lines)
+
+
+def _link(url: str) -> str:
+    """A source's own link (ingest only lets http/https URLs in) as a Markdown autolink."""
+    return f"<{url}>" if url and re.match(r"^https?://[^\s<>]+$", url) else ""
 
 
 def _text_of(content: Any) -> str:
@@ -171,45 +199,83 @@ def _text_of(content: Any) -> str:
 
 # ---- the app ----------------------------------------------------------------------------------------------
 
+EXPORT_MAX_AGE = 3600  # seconds an export folder (and Gradio's cached copy of it) is kept
+MAX_UPLOAD = "50mb"
+
+
+def public_message(exc: BaseException, settings) -> str:
+    """What a web user is told about an error: the library's one-line message for expected errors, with the
+    server's paths taken out (they are for whoever runs the server, whose console and CLI show them); a generic
+    line for anything unexpected, whose traceback goes to the server log only."""
+    if isinstance(exc, USER_ERRORS + (ConfigError,)):
+        text = str(exc)
+        for path in sorted({str(settings.data_dir), str(Path(settings.data_dir).resolve()),
+                            str(settings.chroma_path), str(Path(settings.chroma_path).resolve())}, key=len, reverse=True):
+            text = text.replace(path, "<data dir>")
+        return re.sub(r"(?<![\w.])/(?:[\w.-]+/)+[\w.-]*", "<path>", text)
+    log.error("unexpected error while answering", exc_info=exc)
+    return "Something went wrong while answering; the server's log has the details. Please try again."
+
+
+def _sweep(root: Path, max_age: float) -> None:
+    """Remove the folders under `root` not written for `max_age` seconds (other sessions' old exports)."""
+    now = time.time()
+    for folder in root.iterdir():
+        try:
+            if now - folder.stat().st_mtime > max_age:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def build(engine: Engine) -> gr.Blocks:
     settings = engine.settings
     feedback_path = Path(settings.data_dir) / "feedback.jsonl"
     feedback_lock = threading.Lock()
-    export_root = Path(tempfile.mkdtemp(prefix="rag-export-"))
-    mode = (f"Answers written by **{html.escape(settings.llm_model)}** from the retrieved abstracts"
+    export_root = Path(tempfile.mkdtemp(prefix="rag-export-")).resolve()
+    mode = (f"Answers written by **{inert(settings.llm_model)}** from the retrieved abstracts"
             if settings.llm_enabled else "**Extractive — no LLM configured**: answers quote the retrieved abstracts")
 
     def stream_answer(message: str, history: list[dict], answers: list[dict], decisions: list[str],
-                      author: str, k: float, request: gr.Request | None = None):
+                      author: str, k: float, export_id: str):
         answers = list(answers or [])
         history = list(history or [])
-        turns = [{"role": m.get("role"), "content": _text_of(m.get("content"))} for m in history]
-        history.append({"role": "user", "content": message})
+        # Earlier turns come from the answers kept server-side, not from the chat's rendered Markdown.
+        turns = [t for a in answers for t in ({"role": "user", "content": a["question"]},
+                                              {"role": "assistant", "content": a["answer"]})]
+        export_id = export_id or secrets.token_urlsafe(16)  # the export folder's name: the server's, not the client's
+        history.append({"role": "user", "content": inert(message)})
         history.append({"role": "assistant", "content": ""})
         text = ""
         try:
-            for event in engine.stream(message, history=turns, k=int(k), decision=decisions or None,
+            for event in engine.stream(message, history=turns, k=k, decision=decisions or None,
                                        author=author or None):
                 if isinstance(event, Delta):
                     text += event.text
-                    history[-1] = {"role": "assistant", "content": html.escape(text)}
-                    yield history, answers, gr.skip(), gr.skip(), gr.skip(), ""
+                    history[-1] = {"role": "assistant", "content": inert(text)}
+                    yield history, answers, gr.skip(), gr.skip(), gr.skip(), "", export_id
                 elif isinstance(event, Restart):
                     text = ""
                 elif isinstance(event, Answer):
                     record = event.to_dict()
                     answers.append(record)
                     history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1)}
-                    md, js = _write_exports(answers, request)
-                    yield history, answers, sources_panel(answers), md, js, ""
-        except USER_ERRORS as exc:  # the message says what to do; the question stays in the conversation
-            history[-1] = {"role": "assistant", "content": html.escape(str(exc))}
-            yield history, answers, gr.skip(), gr.skip(), gr.skip(), ""
+                    md, js = _write_exports(answers, export_id)
+                    yield history, answers, sources_panel(answers), md, js, "", export_id
+        except Exception as exc:  # the message says what to do; the question stays in the conversation
+            history[-1] = {"role": "assistant", "content": inert(public_message(exc, settings))}
+            yield history, answers, gr.skip(), gr.skip(), gr.skip(), "", export_id
 
-    def _write_exports(answers: list[dict], request: gr.Request | None) -> tuple[str, str]:
-        """The session's conversation as files for the export buttons, rewritten after each answer in one
-        folder per browser session (not a new temp dir per answer)."""
-        folder = export_root / (getattr(request, "session_hash", None) or "anonymous")
+    def _write_exports(answers: list[dict], export_id: str) -> tuple[str, str]:
+        """The session's conversation as files for the export buttons, rewritten after each answer in one folder
+        per browser session. The folder's name is a random id the server made (never the client's session hash),
+        and folders untouched for an hour are removed; Gradio's cached copies go by `delete_cache`."""
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", export_id):
+            raise ValueError("bad export id")
+        folder = (export_root / export_id).resolve()
+        if folder.parent != export_root.resolve():
+            raise ValueError("bad export id")
+        _sweep(export_root, max_age=EXPORT_MAX_AGE)
         folder.mkdir(exist_ok=True)
         md = folder / "conversation.md"
         md.write_text(export_markdown(answers), encoding="utf-8")
@@ -235,16 +301,19 @@ def build(engine: Engine) -> gr.Blocks:
 
     def ask_api(question: str, history: list[dict] | None = None, k: int = 5,
                 decisions: list[str] | None = None, author: str = "") -> dict:
-        """Answer a question from the indexed abstracts. history: [{"role": "user"|"assistant", "content": ...}].
+        """Answer a question from the indexed abstracts. history: [{"role": "user"|"assistant", "content": ...}];
+        k: papers to retrieve (1-50); decisions: e.g. ["Accept (Oral)"] or ["oral"]; author: part of a name.
         Returns the Answer as JSON: answer, mode, abstained, citations, sources, timings."""
         try:
-            return engine.ask(question, history=history or None, k=int(k) if k else None,
-                              decision=decisions or None, author=author or None).to_dict()
-        except USER_ERRORS as exc:
-            raise gr.Error(str(exc), print_exception=False) from None  # the user's error, not the server's
+            return engine.ask(question, history=history, k=k, decision=decisions or None,
+                              author=author or None).to_dict()
+        except Exception as exc:
+            raise gr.Error(public_message(exc, settings), print_exception=False) from None
 
-    with gr.Blocks(title="Ask the ICLR 2025 abstracts", analytics_enabled=False) as demo:
+    with gr.Blocks(title="Ask the ICLR 2025 abstracts", analytics_enabled=False,
+                   delete_cache=(EXPORT_MAX_AGE // 2, EXPORT_MAX_AGE)) as demo:
         answers = gr.State([])
+        export_id = gr.State("")
         gr.Markdown(f"## Ask the ICLR 2025 abstracts\n{mode}. Every claim cites a retrieved paper as [n].",
                     elem_id="header")
         with gr.Row():
@@ -267,14 +336,16 @@ def build(engine: Engine) -> gr.Blocks:
                     k = gr.Slider(1, 20, value=settings.k, step=1, label="Papers to retrieve", elem_id="k")
                 cards = gr.HTML(sources_panel([]), elem_id="sources")
 
-        inputs = [box, chatbot, answers, decisions, author, k]
-        outputs = [chatbot, answers, cards, export_md, export_json, box]
+        inputs = [box, chatbot, answers, decisions, author, k, export_id]
+        outputs = [chatbot, answers, cards, export_md, export_json, box, export_id]
         for trigger in (send.click, box.submit):
             trigger(stream_answer, inputs, outputs, api_visibility="private",
                     concurrency_limit=settings.concurrency, concurrency_id="ask")
         chatbot.like(on_feedback, [answers], None, api_visibility="private")
-        clear.click(lambda: ([], [], sources_panel([]), None, None), None,
-                    [chatbot, answers, cards, export_md, export_json], api_visibility="private")
+        reset = (lambda: ([], [], sources_panel([]), None, None), None,
+                 [chatbot, answers, cards, export_md, export_json])
+        clear.click(*reset, api_visibility="private")
+        chatbot.clear(*reset, api_visibility="private")  # the chat's own trash icon resets everything too
         gr.api(ask_api, api_name="ask", concurrency_limit=settings.concurrency, concurrency_id="ask")
     return demo
 
@@ -288,9 +359,11 @@ def launch(engine: Engine, block: bool = True) -> gr.Blocks:
         user, _, password = engine.settings.auth.get_secret_value().partition(":")
         auth = (user, password)
     demo.queue(default_concurrency_limit=engine.settings.concurrency)
+    from starlette.middleware import Middleware
+
     demo.launch(server_name=engine.settings.host, server_port=engine.settings.port, share=False, auth=auth,
                 prevent_thread_lock=True, ssr_mode=False, mcp_server=False, quiet=True, css=CSS,
-                footer_links=["api"])
+                footer_links=["api"], max_file_size=MAX_UPLOAD, app_kwargs={"middleware": [Middleware(Guard)]})
     if block:
         print(f"Serving on http://{engine.settings.host}:{engine.settings.port} (Ctrl-C to stop)", flush=True)
         demo.block_thread()

@@ -91,6 +91,49 @@ def test_a_100k_character_paste_is_cut_with_a_notice_and_still_answered(service)
     assert answer["citations"] and "[1]" in answer["answer"]
 
 
+@pytest.mark.parametrize("payload, says", [
+    ([SAE, [], 10**9], "k must be a whole number from 1 to 50"),
+    ([SAE, [], -5], "k must be a whole number from 1 to 50"),
+    ([SAE, [], "abc"], "k must be a whole number from 1 to 50"),
+    ([SAE, [], 5, [{"$ne": "x"}]], "decisions must be a list of decision names"),
+    ([SAE, [], 5, ["Accept (Maybe)"]], "unknown decision 'Accept (Maybe)'; use one of: Accept (Oral)"),
+    ([SAE, "not a list"], "history must be a list of"),
+    ([SAE, [{"role": "user", "content": 5}]], "history must be a list of"),
+    ([SAE, [], 5, [], {"name": 1}], "author must be text"),
+    ([["not", "text"]], "the question must be text"),
+])
+def test_api_input_is_validated_with_a_clear_message_and_no_server_path(service, payload, says):
+    status, reply = api_ask(service[0], payload)
+    assert status == 200 and reply["error"] and says in reply["error"], reply
+    assert str(service[2]) not in reply["error"] and "/tmp" not in reply["error"]
+
+
+def test_short_decision_names_and_lone_surrogates_are_accepted(service):
+    status, answer = api_ask(service[0], ["protein structure \ud800generation", [{"role": "user",
+                                          "content": "hello \udfff"}], 5, ["oral"]])
+    assert status == 200 and "\ud800" not in answer["question"], answer
+    assert answer["sources"] and all(s["decision"] == "Accept (Oral)" for s in answer["sources"])
+
+
+def test_a_request_body_over_the_cap_is_refused_before_it_is_read(service):
+    import http.client
+    from urllib.parse import urlparse
+
+    from ui.guard import MAX_BODY
+
+    url = urlparse(service[0])
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    connection.putrequest("POST", "/gradio_api/call/ask")  # announces 100 MB, sends none of it
+    connection.putheader("Content-Type", "application/json")
+    connection.putheader("Content-Length", str(100 * 1024 * 1024))
+    connection.endheaders()
+    response = connection.getresponse()
+    assert response.status == 413 and b"too large" in response.read()
+    connection.close()
+    assert MAX_BODY < 100 * 1024 * 1024
+    assert api_ask(service[0], [SAE])[0] == 200  # and the app goes on
+
+
 def test_control_characters_are_removed_from_the_question(service):
     status, answer = api_ask(service[0], ["Is there work on\x00 making sparse\x1b autoencoders\x07 cheaper to train?"])
     assert status == 200
