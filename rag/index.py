@@ -11,17 +11,23 @@ is never attached):
   extra model pass at ingest and no embedding at question time.
 - `<collection>-papers`: one record per paper: the whole abstract, every field, its content hash, and the
   normalized mean of its chunk vectors as a whole-paper vector. A paper's record is written after its chunks
-  and sentences, so its presence marks the paper as complete.
+  and sentences, so its presence marks the paper as complete. It also names every ingested file that holds the
+  paper (`src_<h>`: the path, `pos_<h>`: the record's position there, h a hash of the path; one key per file,
+  so `where={"src_<h>": path}` finds a file's papers with the plain str/int values every Chroma 1.x server
+  stores), besides the one it is shown from (`source`, `position`: the latest). Records written before these keys
+  existed have `source` alone, which then counts as the only file holding the paper.
 
 llama-index is imported only when writing: answering a question needs chromadb alone, which keeps start-up short.
 
 Upserts are idempotent: unchanged papers (same id, same hash) cost nothing, changed ones have their chunks
-replaced, and papers that vanished from a re-ingested file are removed (an edited untitled abstract, whose id
-is the hash of its text, counts as an update of the paper at the same file position).
+replaced, and a paper that vanished from a re-ingested file leaves that file's keys; it is removed once no
+ingested file holds it, so re-ingesting an edited subset never takes papers another file still has (an edited
+untitled abstract, whose id is the hash of its text, counts as an update of the paper at the same file position).
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -209,7 +215,9 @@ class PaperIndex:
         """Bring the store in line with `papers` (read from `files`). Returns what changed."""
         started = time.perf_counter()
         stats = IngestStats()
+        mirrored = {_source_key(f) for f in files}
         stored = self._stored_meta([p.paper_id for p in papers])
+        holders = {p.paper_id: _held_by(p, stored.get(p.paper_id), mirrored) for p in papers}
         todo: list[Paper] = []
         moved: list[Paper] = []
         for paper in papers:
@@ -222,21 +230,29 @@ class PaperIndex:
                 stats.updated += 1
             else:
                 stats.unchanged += 1
-                if (old.get("source"), old.get("position")) != (_source_key(paper.source), paper.position):
-                    moved.append(paper)  # same text from another file or place: new provenance, no re-embedding
+                if ((old.get("source"), old.get("position")) != (_source_key(paper.source), paper.position)
+                        or _holders(old) != holders[paper.paper_id]):
+                    moved.append(paper)  # same text, from another file or place: new provenance, no re-embedding
         for part in range(0, len(moved), _IN_LIMIT):
             batch = moved[part:part + _IN_LIMIT]
             self.papers.update(ids=[p.paper_id for p in batch],
                                metadatas=[_paper_meta(p, stored[p.paper_id].get("chunks", 0), self.chunking,
                                                      stored[p.paper_id].get("sentences", 0))
+                                          | _holder_fields(holders[p.paper_id], stored[p.paper_id])
                                           for p in batch])
 
-        # Papers that were ingested from these files before but are no longer in them.
+        # Papers that were ingested from these files before but are no longer in them: they leave those files'
+        # keys, and the index once no file holds them.
         incoming = {p.paper_id for p in papers}
         by_position = {(_source_key(p.source), p.position): p for p in todo if p.paper_id not in stored}
         stale: list[str] = []
-        for pid, meta in self._papers_from_sources({_source_key(f) for f in files}).items():
+        released: dict[str, dict[str, Any]] = {}  # paper id -> metadata update, for papers other files still hold
+        for pid, meta in self._papers_from_sources(mirrored).items():
             if pid in incoming:
+                continue
+            still = {source: n for source, n in _holders(meta).items() if source not in mirrored}
+            if still:
+                released[pid] = _release(meta, still)
                 continue
             stale.append(pid)
             if (meta.get("source"), meta.get("position")) in by_position:
@@ -245,6 +261,8 @@ class PaperIndex:
             else:
                 stats.removed += 1
         self._delete(stale)
+        for part in _parts(list(released)):
+            self.papers.update(ids=part, metadatas=[released[pid] for pid in part])
 
         done = 0
         if progress:
@@ -253,14 +271,14 @@ class PaperIndex:
             batch = todo[start:start + INGEST_BATCH]
             # Also clears chunks a killed earlier run left behind without their paper record (the marker).
             self._delete([p.paper_id for p in batch])
-            stats.embedded_chunks += self._write(batch)
+            stats.embedded_chunks += self._write(batch, holders)
             done += len(batch)
             if progress:
                 progress(done, len(todo))
         stats.seconds = time.perf_counter() - started
         return stats
 
-    def _write(self, papers: list[Paper]) -> int:
+    def _write(self, papers: list[Paper], holders: dict[str, dict[str, int]]) -> int:
         from llama_index.core.schema import Document, TextNode
 
         splitter, vector_store = self._llama_index()
@@ -343,7 +361,8 @@ class PaperIndex:
             ids=[p.paper_id for p in papers],
             embeddings=paper_vectors,
             documents=[p.abstract for p in papers],
-            metadatas=[_paper_meta(p, int(c), self.chunking, len(n)) for p, c, n in zip(papers, counts, sentences)],
+            metadatas=[_paper_meta(p, int(c), self.chunking, len(n)) | _holder_fields(holders[p.paper_id])
+                       for p, c, n in zip(papers, counts, sentences)],
         )
         return len(nodes)
 
@@ -363,9 +382,11 @@ class PaperIndex:
         return found
 
     def _papers_from_sources(self, sources: set[str]) -> dict[str, dict]:
+        """The stored papers these files hold: by their `src_<h>` keys, or (stored before those) their `source`."""
         found: dict[str, dict] = {}
         for part in _parts(sorted(sources)):
-            got = self.papers.get(where={"source": {"$in": part}}, include=["metadatas"])
+            where = {"$or": [{"source": {"$in": part}}, *({_holder_key(s): s} for s in part)]}
+            got = self.papers.get(where=where, include=["metadatas"])
             found.update(zip(got["ids"], got["metadatas"]))
         return found
 
@@ -428,6 +449,46 @@ def _paper_meta(paper: Paper, n_chunks: int, chunking: str, n_sentences: int) ->
         "source": _source_key(paper.source), "position": paper.position, "hash": paper.content_hash,
         "chunks": n_chunks, "chunking": chunking, "sentences": n_sentences, "preview": first_sentence(paper.abstract),
     }
+
+
+def _holder_key(source: str) -> str:
+    return "src_" + hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def _holder_fields(holders: dict[str, int], old: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The metadata naming the files that hold a paper (see the module docstring). Keys of files in the stored
+    metadata `old` that no longer hold it are set to None, which removes them in an update."""
+    fields: dict[str, Any] = {key: None for key in old or {} if key.startswith(("src_", "pos_"))}
+    for source, position in holders.items():
+        key = _holder_key(source)
+        fields[key], fields["pos_" + key[4:]] = source, position
+    return fields
+
+
+def _holders(meta: dict[str, Any]) -> dict[str, int]:
+    """The files that hold a stored paper and its position in each; a paper stored before these were kept is held
+    by its `source` alone."""
+    found = {value: int(meta.get("pos_" + key[4:], 0)) for key, value in meta.items() if key.startswith("src_")}
+    return found or ({meta["source"]: int(meta.get("position", 0))} if meta.get("source") else {})
+
+
+def _held_by(paper: Paper, old: dict[str, Any] | None, mirrored: set[str]) -> dict[str, int]:
+    """The files that hold `paper` after this ingest: those it was just read from, and those it was stored with
+    that were not read again in full (a file with a broken record may still hold it)."""
+    kept = {source: n for source, n in _holders(old or {}).items() if source not in mirrored}
+    return kept | {_source_key(source): n for source, n in ((paper.source, paper.position), *paper.also_in)}
+
+
+def _release(meta: dict[str, Any], holders: dict[str, int]) -> dict[str, Any]:
+    """The metadata update for a stored paper that only `holders` still hold. If it was shown from a file that
+    dropped it, it is shown from one of them instead (and an untitled paper relabelled by that file and place)."""
+    update = _holder_fields(holders, meta)
+    if meta.get("source") not in holders:
+        source = min(holders)
+        update.update(source=source, position=holders[source])
+        if not meta.get("title"):
+            update["label"] = f"{Path(source).name} #{holders[source]}"
+    return update
 
 
 def _stored(pid: str, abstract: str, meta: dict[str, Any]) -> StoredPaper:

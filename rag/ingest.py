@@ -7,8 +7,12 @@ Formats (chosen by extension; directories are walked recursively, hidden files s
 Record fields: `abstract` (required), `id`, `title`, `authors` (list or "a; b" / "a, b" string), `decision`,
 `venue`, `url`, `keywords` (list or string), `year`. Unknown fields are ignored.
 
-A bad record never stops the file: it is skipped with its location and the good records around it are kept.
-This module only reads; what is new, changed or unchanged is decided by `rag.index` against the store.
+A bad record never stops the file: it is skipped with its location and the good records around it are kept. That
+holds for any failure, not only the foreseen ones: a value nested deeper than the JSON decoder recurses, a number
+too long to convert, or a bug in a field check costs its record, and reading resumes at the next record (in a
+JSON array, at the next element by bracket depth and indentation, not at the next line, which may be the middle
+of the broken record). This module only reads; what is new, changed or unchanged is decided by `rag.index`
+against the store.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import json
 import os
 import re
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -34,6 +38,8 @@ MAX_FIELD_CHARS = 2_000  # title, venue, url, ...
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # undecodable bytes (surrogateescape) or JSON "\\ud800"
+_JSON_MARK = re.compile(r'[][{}",\\\n]')  # what `_next_element` looks at
+_INDENT = re.compile(r"[ \t]*")
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,7 @@ class Paper:
     source: str = ""  # the file it came from
     position: int = 0  # 1-based record number within that file
     line: int = 0  # line where the record starts
+    also_in: tuple[tuple[str, int], ...] = ()  # (file, position) of exact repeats in other files read with it
 
     @property
     def label(self) -> str:
@@ -109,9 +116,10 @@ def first_sentence(text: str, limit: int = 240) -> str:
 
 
 def read_paths(paths: list[str | Path]) -> ReadResult:
-    """Read files and directories into papers. Duplicate ids keep the first record and report the others."""
+    """Read files and directories into papers. Duplicate ids keep the first record and report the others; an exact
+    repeat in another file is noted in `also_in`, since that file holds the paper too (see `rag.index`)."""
     result = ReadResult()
-    seen: dict[str, Paper] = {}
+    seen: dict[str, int] = {}  # id -> its index in result.papers
     for path in _expand(paths, result.problems):
         clean = True
         for item in _read_file(path):
@@ -119,14 +127,17 @@ def read_paths(paths: list[str | Path]) -> ReadResult:
                 result.problems.append(item)
                 clean = False
                 continue
-            first = seen.get(item.paper_id)
-            if first is not None:
+            index = seen.get(item.paper_id)
+            if index is not None:
+                first = result.papers[index]
                 if first.content_hash != item.content_hash:
                     result.problems.append(Problem(str(path), item.line,
                                                    f"duplicate id {item.paper_id!r} with different content "
                                                    f"(first at {first.source}:{first.line}); kept the first"))
+                elif item.source not in {first.source, *(source for source, _ in first.also_in)}:
+                    result.papers[index] = replace(first, also_in=first.also_in + ((item.source, item.position),))
                 continue  # an exact repeat is harmless and not worth a warning
-            seen[item.paper_id] = item
+            seen[item.paper_id] = len(result.papers)
             result.papers.append(item)
         if clean:
             result.files.append(str(path))
@@ -185,9 +196,12 @@ def _read_file(path: Path) -> Iterator[Paper | Problem]:
             continue
         position += 1
         try:
-            yield _to_paper(record, source=str(path), position=position, line=line)
+            item: Paper | Problem = _to_paper(record, source=str(path), position=position, line=line)
         except ValueError as exc:
-            yield Problem(str(path), line, str(exc))
+            item = Problem(str(path), line, str(exc))
+        except Exception as exc:  # what no check foresaw costs this record only (see `_unreadable`)
+            item = Problem(str(path), line, _unreadable(exc))
+        yield item
 
 
 def _seed_records(text: str) -> Iterator[tuple[int, dict | str]]:
@@ -209,13 +223,17 @@ def _seed_records(text: str) -> Iterator[tuple[int, dict | str]]:
 
 def _json_records(text: str, allow_array: bool = True) -> Iterator[tuple[int, dict | str]]:
     """JSON lines, concatenated objects, or (`allow_array`, for .json files) one array of objects; a broken value
-    costs only its own line. In a .jsonl file a line holding a list is a bad record, not the start of an array."""
+    costs only its own line (in an array, its own element). In a .jsonl file a line holding a list is a bad record,
+    not the start of an array."""
     decoder = json.JSONDecoder()
     line_of = _LineCounter(text)
     pos = _skip_ws(text, 0)
     in_array = allow_array and text.startswith("[", pos)
+    indent = None  # the column of the elements of a pretty-printed array (first element on a line of its own)
     if in_array:
-        pos = _skip_ws(text, pos + 1)
+        first = _skip_ws(text, pos + 1)
+        indent = first - text.rfind("\n", 0, first) - 1 if "\n" in text[pos:first] else None
+        pos = first
     while pos < len(text):
         if in_array and text.startswith("]", pos):
             pos = _skip_ws(text, pos + 1)
@@ -225,14 +243,15 @@ def _json_records(text: str, allow_array: bool = True) -> Iterator[tuple[int, di
         line = line_of(pos)
         try:
             value, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
-            yield line, f"invalid JSON: {exc.msg}"
+        except Exception as exc:  # not only JSONDecodeError: RecursionError, ValueError for a 5,000-digit number
+            yield line, _decode_failure(exc)
+            if in_array:
+                pos = _next_element(text, pos, indent)
+                continue
             nl = text.find("\n", pos)
             if nl < 0:
                 return
             pos = _skip_ws(text, nl + 1)
-            if in_array and text.startswith(",", pos):
-                pos = _skip_ws(text, pos + 1)
             continue
         if isinstance(value, dict):
             yield line, value
@@ -241,6 +260,46 @@ def _json_records(text: str, allow_array: bool = True) -> Iterator[tuple[int, di
         pos = _skip_ws(text, end)
         if in_array and text.startswith(",", pos):
             pos = _skip_ws(text, pos + 1)
+
+
+def _next_element(text: str, pos: int, indent: int | None) -> int:
+    """Where reading resumes after the broken array element that starts at `pos`: the next element, or the array's
+    closing `]`. Found by bracket depth: the first `,` outside the element's brackets and strings (a raw line break,
+    which a JSON string cannot hold, ends an unclosed one). In a pretty-printed array (`indent`: the column of its
+    elements) the layout decides as well, since a record cut short or with a stray bracket leaves the depth wrong:
+    a line that starts at that column (but for a closing bracket) starts the next element, a `]` further left ends
+    the array, and a `,` counts only if an object or list follows it on the same line. At column 0, where
+    `json.dumps(indent=0)` puts every line, only a line opening an object or list starts an element."""
+    depth, in_string, i = 0, False, pos
+    while (mark := _JSON_MARK.search(text, i)) is not None:
+        i, char = mark.start(), mark.group()
+        if char == "\n":
+            in_string = False
+            if indent is not None:
+                start = _INDENT.match(text, i + 1).end()
+                column, opener = start - i - 1, text[start:start + 1]
+                starts = opener in ("{", "[") if indent == 0 else opener not in ("", "}", "]", ",", "\r", "\n")
+                if column == indent and starts or column < indent and opener == "]":
+                    return start
+        elif in_string:
+            if char == '"':
+                in_string = False
+            elif char == "\\" and not text.startswith("\n", i + 1):
+                i += 1  # the escaped character
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            if depth == 0 and char == "]" and indent is None:
+                return i
+            depth = max(depth - 1, 0)  # a stray closing bracket is part of the damage
+        elif char == "," and depth == 0:
+            after = _skip_ws(text, i + 1)
+            if indent is None or text.startswith(("{", "["), after) and "\n" not in text[i:after]:
+                return after
+        i += 1
+    return len(text)
 
 
 def _csv_records(text: str, path: str) -> Iterator[tuple[int, dict | str]]:
@@ -334,6 +393,23 @@ def _to_paper(record: dict[str, Any], *, source: str, position: int, line: int) 
         position=position,
         line=line,
     )
+
+
+def _decode_failure(exc: Exception) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON: {exc.msg}"
+    if isinstance(exc, ValueError):  # int() refusing a number of over 4,300 digits; its advice is for programmers
+        return f"invalid JSON: {str(exc).split(';')[0]}"
+    return _unreadable(exc)
+
+
+def _unreadable(exc: Exception) -> str:
+    """The reason for a record that failed in a way no check foresaw. Any Exception costs only its record, even
+    MemoryError: what the record's decoding allocated is freed with it, so the next record has the memory back.
+    KeyboardInterrupt and SystemExit are not Exceptions and still stop the ingest."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply (lists or objects hundreds of levels deep)"
+    return f"cannot read this record ({type(exc).__name__}: {exc})"
 
 
 def _text(value: Any, name: str) -> str:

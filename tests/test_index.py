@@ -219,3 +219,78 @@ def test_a_chroma_server_of_another_major_version_is_refused_at_connect(tmp_path
             Engine(Settings.load(data_dir=tmp_path, chroma_url=url)).index
     finally:
         server.shutdown()
+
+
+def _write_jsonl(path, records):
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return path
+
+
+def _ids(engine):
+    return sorted(engine.index.papers.get(include=[])["ids"])
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["two-runs", "one-run"])
+def test_a_paper_stays_while_another_ingested_file_still_holds_it(tmp_path, store, together):
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
+    ids = sorted(r["id"] for r in records)
+    everything = _write_jsonl(tmp_path / "p300.jsonl", records)
+    subset = _write_jsonl(tmp_path / "subset.jsonl", records[:3])
+    engine = Engine(Settings.load(**store))
+    if together:  # one run: subset.jsonl's records are exact repeats of p300.jsonl's
+        engine.ingest([everything, subset])
+    else:
+        engine.ingest([everything])
+        assert engine.ingest([subset]).unchanged == 3
+    assert _ids(engine) == ids
+
+    # B and C leave subset.jsonl, but p300.jsonl still has them; A leaves p300.jsonl, but subset.jsonl still has
+    # it. Each order is the one the old code got wrong: it only knew the file a paper was last read from.
+    edits = [(subset, records[:1]), (everything, records[1:])]
+    for path, kept in reversed(edits) if together else edits:
+        _write_jsonl(path, kept)
+        stats = engine.ingest([path])
+        assert (stats.added, stats.updated, stats.removed, stats.embedded_chunks) == (0, 0, 0, 0)
+        assert _ids(engine) == ids
+    # Each paper is shown (and counted by `rag stats`) under one file that still holds it.
+    assert engine.stats()["sources"] == {"p300.jsonl": 7, "subset.jsonl": 1}
+    a = next(p for p in engine.index.all_papers() if p.paper_id == records[0]["id"])
+    assert a.source == str(subset.resolve())
+
+    _write_jsonl(everything, records[3:])  # B and C are in no file any more
+    stats = engine.ingest([everything])
+    assert (stats.added, stats.updated, stats.removed) == (0, 0, 2)
+    assert _ids(engine) == sorted([records[0]["id"]] + [r["id"] for r in records[3:]])
+    _write_jsonl(subset, records[3:4])  # nor is A
+    assert engine.ingest([subset]).removed == 1
+    assert _ids(engine) == sorted(r["id"] for r in records[3:])
+    assert not engine.index.chunks.get(where={"paper_id": records[0]["id"]}, include=[])["ids"]
+
+
+def test_a_store_written_before_papers_kept_several_sources_still_mirrors_its_files(tmp_path, store):
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
+    everything = _write_jsonl(tmp_path / "p300.jsonl", records)
+    engine = Engine(Settings.load(**store))
+    engine.ingest([everything])
+    # What an older version wrote: one `source` per paper and nothing else about where the paper is.
+    got = engine.index.papers.get(include=["metadatas", "documents", "embeddings"])
+    old_keys = {"title", "label", "authors", "decision", "venue", "url", "keywords", "year", "source", "position",
+                "hash", "chunks", "chunking", "sentences", "preview"}
+    engine.index.papers.delete(ids=got["ids"])
+    engine.index.papers.add(ids=got["ids"], documents=got["documents"], embeddings=got["embeddings"],
+                            metadatas=[{k: v for k, v in m.items() if k in old_keys} for m in got["metadatas"]])
+
+    subset = _write_jsonl(tmp_path / "subset.jsonl", records[:2])
+    stats = engine.ingest([subset])
+    assert (stats.unchanged, stats.embedded_chunks) == (2, 0)
+    _write_jsonl(everything, records[1:])  # A stays (subset.jsonl has it)
+    assert engine.ingest([everything]).removed == 0
+    _write_jsonl(everything, records[2:])  # B stays (subset.jsonl has it); C..H are untouched old records
+    stats = engine.ingest([everything])
+    assert (stats.removed, stats.unchanged) == (0, len(records) - 2)
+    _write_jsonl(subset, records[:1])  # B leaves its last file
+    assert engine.ingest([subset]).removed == 1
+    assert _ids(engine) == sorted([records[0]["id"]] + [r["id"] for r in records[2:]])
+    _write_jsonl(everything, records[3:])  # an old record that leaves its only file still goes
+    assert engine.ingest([everything]).removed == 1
+    assert _ids(engine) == sorted([records[0]["id"]] + [r["id"] for r in records[3:]])

@@ -137,3 +137,88 @@ def test_the_2114_paper_corpus_reads_as_is():
     assert len(result.papers) == 2114
     assert all(p.title and p.url.startswith("https://openreview.net/") for p in result.papers)
     assert {p.decision for p in result.papers} == {"Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)"}
+
+
+DEEP = "[" * 1_500 + "]" * 1_500  # deeper than json's C decoder recurses (RecursionError, not JSONDecodeError)
+TOO_DEEP = "nested too deeply (lists or objects hundreds of levels deep)"
+
+
+def _good(i):
+    return {"id": f"g{i}", "abstract": f"A good abstract number {i}, long enough to be kept as a paper."}
+
+
+@pytest.mark.parametrize("field", ["abstract", "authors", "unknown_field"])
+def test_a_deeply_nested_record_costs_only_its_own_line(tmp_path, field):
+    path = tmp_path / "deep.jsonl"
+    deep = json.dumps({"id": "d", "abstract": _good(0)["abstract"], field: "x"}).replace('"x"', DEEP)
+    big_number = json.dumps({"id": "n", "abstract": _good(0)["abstract"], "year": 0}).replace("0}", "1" * 5_000 + "}")
+    path.write_text("\n".join([json.dumps(_good(1)), deep, json.dumps(_good(2)), big_number, json.dumps(_good(3))]))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["g1", "g2", "g3"]
+    assert [str(p) for p in result.problems] == [f"{path}:2: {TOO_DEEP}",
+                                                 f"{path}:4: invalid JSON: Exceeds the limit (4300 digits) for "
+                                                 "integer string conversion: value has 5000 digits"]
+
+
+def test_a_deeply_nested_record_in_a_json_array_costs_only_itself(tmp_path):
+    path = tmp_path / "deep.json"
+    records = [_good(1), {**_good(9), "authors": "x"}, _good(2)]
+    path.write_text(json.dumps(records, indent=2).replace('"x"', DEEP))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["g1", "g2"]
+    assert [str(p) for p in result.problems] == [f"{path}:6: {TOO_DEEP}"]
+
+
+def test_an_unexpected_error_converting_one_record_costs_only_that_record(tmp_path, monkeypatch):
+    import rag.ingest
+
+    def broken_year(value):
+        if value == "boom":
+            raise RuntimeError("something nobody expected")
+        return None
+
+    monkeypatch.setattr(rag.ingest, "_year", broken_year)
+    path = tmp_path / "papers.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [_good(1), {**_good(2), "year": "boom"}, _good(3)]))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["g1", "g3"]
+    assert [str(p) for p in result.problems] == [
+        f"{path}:2: cannot read this record (RuntimeError: something nobody expected)"]
+
+
+@pytest.mark.parametrize("damage", [
+    ('"id": "g3"', '"id": "g3'),  # a closing quote dropped
+    ('"id": "g3"', '"id": g3'),  # a bare word
+    ('"id": "g3"', '"id": "g3", ]],'),  # stray closing brackets
+])
+def test_a_broken_record_in_a_pretty_printed_array_costs_only_itself(tmp_path, damage):
+    path = tmp_path / "papers.json"
+    text = json.dumps([{**_good(i), "authors": ["A. B", "C. D"]} for i in range(6)], indent=2)
+    path.write_text(text.replace(*damage, 1))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["g0", "g1", "g2", "g4", "g5"]
+    start = text.splitlines().index('    "id": "g3",')  # 0-based index of the line after the record's "{"
+    assert [f"{p.path}:{p.line}" for p in result.problems] == [f"{path}:{start}"]
+
+
+def test_a_record_cut_short_in_a_pretty_printed_array_costs_only_itself(tmp_path):
+    path = tmp_path / "papers.json"
+    records = [{**_good(i), "authors": ["A. B", "C. D"]} for i in range(6)]
+    lines = json.dumps(records, indent=2).splitlines()
+    start = lines.index('    "id": "g3",') - 1
+    cut = lines[:start + 2] + [lines[start + 2][:30]] + lines[start + 8:]  # g3 ends mid-abstract, unclosed
+    path.write_text("\n".join(cut))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["g0", "g1", "g2", "g4", "g5"]
+    assert [f"{p.path}:{p.line}" for p in result.problems] == [f"{path}:{start + 1}"]
+
+
+def test_an_exact_repeat_in_another_file_is_kept_once_and_noted_as_held_there_too(tmp_path):
+    a = tmp_path / "a.jsonl"
+    b = tmp_path / "b.jsonl"
+    a.write_text(json.dumps(_good(1)) + "\n" + json.dumps(_good(2)) + "\n")
+    b.write_text(json.dumps(_good(2)) + "\n" + json.dumps(_good(2)) + "\n")
+    result = read_paths([a, b])
+    assert [(p.paper_id, p.source, p.position, p.also_in) for p in result.papers] == [
+        ("g1", str(a), 1, ()), ("g2", str(a), 2, ((str(b), 1),))]
+    assert result.problems == [] and result.files == [str(a), str(b)]

@@ -101,6 +101,57 @@ def test_generated_jsonl_keeps_every_good_record_and_reports_every_bad_line(tmp_
     check()
 
 
+# ---- generated pretty-printed JSON arrays: a broken record must not take the records after it ----------------
+
+@st.composite
+def array_element(draw, index: int):
+    """(kind, text of one element of `json.dumps(records, indent=2)`); kind "good" records carry id g<index>.
+    The broken ones are what a hand edit or a cut-short save leaves: an unclosed string, a bare word, a record
+    whose end is missing, and a value nested deeper than the JSON decoder recurses."""
+    kind = draw(st.sampled_from(["good", "good", "good", "no_abstract", "abstract_type", "not_object",
+                                 "unclosed_string", "bare_word", "cut_short", "nested"]))
+    record = {"id": f"g{index}", "title": draw(st.text(max_size=40)), "abstract": draw(good_abstract),
+              "authors": draw(st.one_of(st.lists(st.text(max_size=20), max_size=4), st.text(max_size=40)))}
+    if kind == "no_abstract":
+        del record["abstract"]
+    elif kind == "abstract_type":
+        record["abstract"] = draw(junk)
+    value = draw(junk) if kind == "not_object" else record
+    text = "\n".join("  " + line for line in json.dumps(value, indent=2, ensure_ascii=draw(st.booleans())).split("\n"))
+    id_field = f'"id": "g{index}"'  # its first occurrence is the key itself: quotes inside strings are escaped
+    if kind == "unclosed_string":
+        text = text.replace(id_field, id_field[:-1], 1)
+    elif kind == "bare_word":
+        text = text.replace(id_field, f'"id": g{index}', 1)
+    elif kind == "cut_short":
+        text = text[: draw(st.integers(3, len(text) - 1))]  # keeps the opening "{", loses the closing one
+    elif kind == "nested":
+        depth = draw(st.integers(10_000, 20_000))  # hypothesis raises the recursion limit by 2,000 while it runs
+        field = draw(st.sampled_from(["abstract", "authors", "unknown"]))
+        text = text.replace(id_field, f'{id_field}, "{field}": {"[" * depth}{"]" * depth}', 1)
+    return kind, text
+
+
+def test_generated_pretty_json_arrays_keep_every_good_record_and_report_every_bad_one(tmp_path_factory, soak):
+    @settings(max_examples=examples(soak), **FUZZ)
+    @given(st.integers(1, 15).flatmap(lambda n: st.tuples(*(array_element(i) for i in range(n)))))
+    def check(elements):
+        path = tmp_path_factory.mktemp("fuzz") / "papers.json"
+        path.write_text("[\n" + ",\n".join(text for _, text in elements) + "\n]\n", encoding="utf-8")
+        result = read_paths([path])
+        assert [p.paper_id for p in result.papers] == [f"g{i}" for i, (kind, _) in enumerate(elements)
+                                                       if kind == "good"]
+        starts, line = [], 2  # the line of each element's first character; line 1 is the "["
+        for _, text in elements:
+            starts.append(line)
+            line += text.count("\n") + 1
+        bad_lines = {start for start, (kind, _) in zip(starts, elements) if kind != "good"}
+        assert set(_check_problems(result.problems, path)) == bad_lines
+        assert len(result.problems) == len(bad_lines)
+
+    check()
+
+
 @pytest.mark.parametrize("suffix", [".jsonl", ".json", ".csv", ".txt"])
 def test_random_bytes_never_raise_and_every_problem_has_a_place(tmp_path_factory, soak, suffix):
     @settings(max_examples=examples(soak) // 2, **FUZZ)
