@@ -160,7 +160,9 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
 @click.argument("question", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (the Answer object).")
 @_setting_option("k", "How many papers to retrieve (default 5).", type=int)
-@click.option("--decision", default=None, help='Only papers with this decision, e.g. "Accept (Oral)".')
+@click.option("--decision", default=None, help='Only papers with this decision: "Accept (Oral)", or Oral / '
+                                               'Spotlight / Poster.')
+@click.option("--author", default=None, help="Only papers with an author whose name contains this.")
 @click.option("--history", type=click.File("r"), default=None,
               help='Earlier turns: a JSON list of {"role": "user"|"assistant", "content": ...}.')
 @click.option("--batch", type=click.File("r"), default=None,
@@ -171,8 +173,8 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
 @llm_options
 @store_options
 @friendly_errors
-def ask(question: str | None, as_json: bool, k: int | None, decision: str | None, history, batch,
-        **settings: Any) -> None:
+def ask(question: str | None, as_json: bool, k: int | None, decision: str | None, author: str | None, history,
+        batch, **settings: Any) -> None:
     """Answer QUESTION from the indexed abstracts, citing papers as [n].
 
     \b
@@ -196,20 +198,21 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
     if engine.is_empty():
         raise click.ClickException(f"the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first")
     if batch is not None:
-        sys.exit(_ask_batch(engine, batch, decision))
+        sys.exit(_ask_batch(engine, batch, decision, author))
     turns = _load_history(history) if history else None
     if as_json:
-        click.echo(json.dumps(engine.ask(question, history=turns, decision=decision).to_dict(), ensure_ascii=False))
+        click.echo(json.dumps(engine.ask(question, history=turns, decision=decision, author=author).to_dict(),
+                              ensure_ascii=False))
     else:
-        stream_to_terminal(engine, question, turns, decision)
+        stream_to_terminal(engine, question, turns, decision, author)
 
 
-def stream_to_terminal(engine, question: str, history, decision: str | None = None):
+def stream_to_terminal(engine, question: str, history, decision: str | None = None, author: str | None = None):
     """Print the answer as it is written, then its sources. Returns the final Answer."""
     from rag.answer import Answer, Delta, Restart
 
     answer = None
-    for event in engine.stream(question, history=history, decision=decision):
+    for event in engine.stream(question, history=history, decision=decision, author=author):
         if isinstance(event, Delta):
             click.echo(event.text, nl=False)
         elif isinstance(event, Restart):
@@ -221,7 +224,7 @@ def stream_to_terminal(engine, question: str, history, decision: str | None = No
     return answer
 
 
-def _ask_batch(engine, lines, decision: str | None) -> int:
+def _ask_batch(engine, lines, decision: str | None, author: str | None) -> int:
     from rag.engine import QuestionError
 
     failed = 0
@@ -233,7 +236,7 @@ def _ask_batch(engine, lines, decision: str | None) -> int:
             if not isinstance(item, dict) or not isinstance(item.get("question"), str):
                 raise ValueError('expected {"question": "...", "history": [...]}')
             turns = _check_history(item.get("history"))
-            out = engine.ask(item["question"], history=turns, decision=decision).to_dict()
+            out = engine.ask(item["question"], history=turns, decision=decision, author=author).to_dict()
         except (ValueError, QuestionError) as exc:
             failed += 1
             out = {"error": f"line {number}: {exc}", "line": number}
