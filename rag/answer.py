@@ -6,6 +6,10 @@ rank, [1] being the best; `citations` are the sources the answer text actually c
 Extractive mode (the default, used when no LLM is configured): from the top papers, take the sentences that
 best match the question and write them out, each followed by its [n].
 
+A title-only paper (`has_abstract` false: the bundled ICLR 2025 papers no source had an abstract for) is a source
+like any other, listed with its title, authors and link, but its `text` and `snippet` are empty: no answer quotes
+it, the confidence never comes from it (`rag.retrieve`), and the LLM is told it has no abstract (`rag.prompts`).
+
 LLM mode (`Settings.llm_model` set): the sources go to the model numbered as here, its citations are checked
 (`rag.citations`: numbers it was not given are removed and counted as `fabricated`), each cited sentence is
 checked against the abstracts it cites (`unsupported`), and "the sources do not contain an answer" maps to
@@ -15,13 +19,15 @@ Abstention: the retrieval confidence is the score of the best sentence among the
 question plus the term-overlap bonus of `rag.retrieve`). Below `Settings.abstain_threshold` the collection most
 likely does not cover the question, so the answer says so, lists the nearest papers and cites nothing, unless
 the question names something (a rare, name-like word such as "Scylla" or "BirdSet") that the top paper contains.
-Calibration (`python eval/calibrate.py`, eval/questions/seeds_dev.jsonl over the 38 seed abstracts: 85
-answerable questions, 16 near-miss questions no abstract answers), with the stored late-chunked sentence
-vectors: at 0.47, 11/16 (0.69) unanswerable questions abstain and 4/85 (4.7%) answerable ones are refused; 0.45
-refuses 3.5% but abstains on 0.62; 0.50 abstains on 0.81 but refuses 9.4%. Confirmed over the 2,114-paper corpus
-(65 answerable, 20 unanswerable corpus questions): 0.65 abstention at 4.6% false refusals (the per-query sentence
-embeddings used before gave 0.45 at 3.1% there, 0.81 at 4.7% on the seeds). The best chunk cosine alone separated
-worse. The same set chose the value, so treat these as dev numbers; re-run after changing the embedder or chunking.
+Calibration (`python eval/calibrate.py`, eval/questions/seeds_dev.jsonl over the 38 seed abstracts, named after
+their ICLR 2025 papers by `rag.catalog`: 85 answerable questions, 16 near-miss questions no abstract answers),
+with the stored late-chunked sentence vectors: at 0.47, 12/16 (0.75) unanswerable questions abstain and 3/85
+(3.5%) answerable ones are refused; 0.45 refuses 1.2% but abstains on 0.62; 0.50 abstains on 0.81 but refuses
+5.9%. (The value was chosen on an earlier seed set, 12 of whose 38 abstracts were not the user's: 0.69 at 4.7%
+there.) Confirmed over the 2,114-paper corpus (65 answerable, 20 unanswerable corpus questions): 0.65 abstention
+at 4.6% false refusals (the per-query sentence embeddings used before gave 0.45 at 3.1% there). The best chunk
+cosine alone separated worse. The same kind of set chose the value, so treat these as dev numbers; re-run after
+changing the embedder or chunking.
 """
 
 from __future__ import annotations
@@ -47,11 +53,13 @@ class Source:
     authors: list[str]
     decision: str
     url: str
-    text: str  # the whole abstract
+    text: str  # the whole abstract ("" for a title-only paper)
     snippet: str  # the sentence that best matches the question
     score: float  # fused retrieval score, 0..1
     venue: str = ""
     has_title: bool = True
+    has_abstract: bool = True  # False: a title-only paper; `text` and `snippet` are empty
+    enriched_from: str = ""  # where the title, ... came from when the file had only the abstract (rag.catalog)
     dense: float | None = None
     bm25: float | None = None
 
@@ -105,7 +113,8 @@ def sources_from(retrieval: Retrieval) -> list[Source]:
         p = hit.paper
         out.append(Source(n=n, paper_id=p.paper_id, title=p.label, authors=list(p.authors), decision=p.decision,
                           url=p.url, text=p.abstract, snippet=hit.snippet, score=round(hit.score, 4),
-                          venue=p.venue, has_title=bool(p.title),
+                          venue=p.venue, has_title=bool(p.title), has_abstract=p.has_abstract,
+                          enriched_from=p.enriched_from,
                           dense=None if hit.dense is None else round(hit.dense, 4),
                           bm25=None if hit.bm25 is None else round(hit.bm25, 4)))
     return out

@@ -5,6 +5,7 @@ is never attached):
 - `<collection>`: chunks of "title + abstract" made by llama-index's `SentenceSplitter` (≤250 tokens, so the
   256-token embedder never truncates one), written through llama-index's `ChromaVectorStore`;
   ids `<paper_id>#<n>`, metadata `paper_id`, `title`, `decision`, `chunk`.
+  A title-only paper (`has_abstract` false) has one chunk: its title.
 - `<collection>-sentences`: every sentence of every abstract (ids `<paper_id>@<n>`), for snippets, extractive
   answers, the abstention signal and the support check. Their vectors come from the chunk pass itself ("late
   chunking": the mean of the sentence's token states inside the chunk that holds most of it), so they cost no
@@ -87,13 +88,15 @@ class IngestStats:
     unchanged: int = 0
     removed: int = 0
     skipped: int = 0
+    enriched: int = 0  # untitled abstracts matched to a bundled ICLR 2025 paper (rag.catalog)
     embedded_chunks: int = 0
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
+        matched = f", {self.enriched} matched to ICLR 2025 papers" if self.enriched else ""
         return (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
-                f"removed {self.removed}, skipped {self.skipped} "
+                f"removed {self.removed}, skipped {self.skipped}{matched} "
                 f"({self.embedded_chunks} chunks embedded in {self.seconds:.1f} s)")
 
 
@@ -112,11 +115,13 @@ class StoredPaper:
     year: int | None
     source: str
     content_hash: str
-    sentences: int = 0  # sentences stored for it (0: stored before the index kept sentences)
+    sentences: int = 0  # sentences stored for it (0: stored before the index kept sentences, or no abstract)
+    has_abstract: bool = True  # False: a title-only paper, found by title and authors, never quoted
+    enriched_from: str = ""  # where its title, ... came from, when its file had only the abstract (rag.catalog)
 
     @property
     def search_text(self) -> str:
-        return f"{self.title}\n{self.abstract}" if self.title else self.abstract
+        return "\n".join(t for t in (self.title, self.abstract) if t)
 
 
 @dataclass(frozen=True)
@@ -287,6 +292,14 @@ class PaperIndex:
         texts: list[str] = []  # what is embedded: "title\n\nchunk"
         starts: list[int] = []  # where each chunk starts in its abstract (-1: not found)
         for i, paper in enumerate(papers):
+            if not paper.has_abstract:  # one chunk, the title: what it can be found by (its sentences: none)
+                nodes.append(TextNode(id_=f"{paper.paper_id}#0", text=paper.title,
+                                      metadata={"paper_id": paper.paper_id, "title": paper.title,
+                                                "decision": paper.decision, "chunk": 0}))
+                owners.append(i)
+                texts.append(paper.title)
+                starts.append(-1)
+                continue
             doc = Document(  # the splitter leaves room in each chunk for the title, which is embedded with it
                 id_=paper.paper_id, text=paper.abstract,
                 metadata={"paper_id": paper.paper_id, "title": paper.title, "decision": paper.decision},
@@ -448,6 +461,7 @@ def _paper_meta(paper: Paper, n_chunks: int, chunking: str, n_sentences: int) ->
         "keywords": "; ".join(paper.keywords), "year": paper.year if paper.year is not None else -1,
         "source": _source_key(paper.source), "position": paper.position, "hash": paper.content_hash,
         "chunks": n_chunks, "chunking": chunking, "sentences": n_sentences, "preview": first_sentence(paper.abstract),
+        "has_abstract": paper.has_abstract, "enriched_from": paper.enriched_from,
     }
 
 
@@ -499,6 +513,7 @@ def _stored(pid: str, abstract: str, meta: dict[str, Any]) -> StoredPaper:
         decision=meta.get("decision", ""), venue=meta.get("venue", ""), url=meta.get("url", ""),
         year=year if isinstance(year, int) and year >= 0 else None, source=meta.get("source", ""),
         content_hash=meta.get("hash", ""), sentences=int(meta.get("sentences", 0)),
+        has_abstract=bool(meta.get("has_abstract", True)), enriched_from=meta.get("enriched_from", ""),
     )
 
 

@@ -7,6 +7,11 @@ Formats (chosen by extension; directories are walked recursively, hidden files s
 Record fields: `abstract` (required), `id`, `title`, `authors` (list or "a; b" / "a, b" string), `decision`,
 `venue`, `url`, `keywords` (list or string), `year`. Unknown fields are ignored.
 
+A title-only paper is a record with `"has_abstract": false`, a title and no abstract (the bundled list of accepted
+ICLR 2025 papers whose abstracts no source had, rag/data/). It is read so that it can be found and listed by title
+and authors; nothing downstream quotes it, since there is no text to quote. Any other record without an abstract
+stays a bad record: a lost abstract is a broken file, not a title-only paper.
+
 A bad record never stops the file: it is skipped with its location and the good records around it are kept. That
 holds for any failure, not only the foreseen ones: a value nested deeper than the JSON decoder recurses, a number
 too long to convert, or a bug in a field check costs its record, and reading resumes at the next record (in a
@@ -59,6 +64,8 @@ class Paper:
     position: int = 0  # 1-based record number within that file
     line: int = 0  # line where the record starts
     also_in: tuple[tuple[str, int], ...] = ()  # (file, position) of exact repeats in other files read with it
+    has_abstract: bool = True  # False: a title-only paper (`abstract` is empty)
+    enriched_from: str = ""  # where the id, title, ... came from when the file had only the abstract (rag.catalog)
 
     @property
     def label(self) -> str:
@@ -71,7 +78,9 @@ class Paper:
 
     @property
     def content_hash(self) -> str:
-        """Changes whenever anything that is indexed or shown changes."""
+        """Changes whenever anything that is indexed or shown changes. (`has_abstract` is the abstract being
+        empty, and `enriched_from` comes with the title, authors, ... it names, so neither needs a place here:
+        hashes of stores written before they existed stay valid.)"""
         payload = json.dumps(
             [self.title, self.abstract, list(self.authors), self.decision, self.venue, self.url,
              list(self.keywords), self.year],
@@ -105,9 +114,10 @@ def normalize_text(text: str) -> str:
     return re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text)).strip()
 
 
-def stable_id(abstract: str) -> str:
-    """The id of a paper that has none: a hash of its normalized abstract (case and spacing ignored)."""
-    return "abs-" + hashlib.sha256(normalize_text(abstract).lower().encode("utf-8")).hexdigest()[:16]
+def stable_id(text: str, prefix: str = "abs-") -> str:
+    """The id of a paper that has none: a hash of its normalized abstract (case and spacing ignored), or for a
+    title-only paper of its title (prefix "title-")."""
+    return prefix + hashlib.sha256(normalize_text(text).lower().encode("utf-8")).hexdigest()[:16]
 
 
 def first_sentence(text: str, limit: int = 240) -> str:
@@ -354,8 +364,10 @@ class _Lines:
 
 
 def _to_paper(record: dict[str, Any], *, source: str, position: int, line: int) -> Paper:
+    if _title_only(record):
+        return _title_only_paper(record, source=source, position=position, line=line)
     abstract = record.get("abstract")
-    if abstract is None or (isinstance(abstract, str) and not abstract.strip()):
+    if _blank(abstract):
         raise ValueError("no abstract")
     if not isinstance(abstract, str):
         raise ValueError(f"abstract must be text, got {_type_name(abstract)}")
@@ -367,9 +379,34 @@ def _to_paper(record: dict[str, Any], *, source: str, position: int, line: int) 
     if len(abstract) > MAX_ABSTRACT_CHARS:
         raise ValueError(f"abstract too long ({len(abstract):,} characters; the limit is {MAX_ABSTRACT_CHARS:,})")
 
+    return _paper(record, abstract, _text(record.get("title"), "title"), source=source, position=position, line=line)
+
+
+def _title_only(record: dict[str, Any]) -> bool:
+    """Whether the record says it has no abstract: `"has_abstract": false` (in a CSV, the text "false"; an empty
+    cell or a missing field means it has one)."""
+    flag = record.get("has_abstract")
+    if flag is None or isinstance(flag, str) and flag.strip().lower() in ("", "true", "false"):
+        flag = str(flag).strip().lower() != "false"
+    if not isinstance(flag, bool):
+        raise ValueError(f"has_abstract must be true or false, got {_type_name(flag)}")
+    return not flag
+
+
+def _title_only_paper(record: dict[str, Any], *, source: str, position: int, line: int) -> Paper:
+    if not _blank(record.get("abstract")):
+        raise ValueError("has_abstract is false but the record has an abstract; drop one of the two")
+    title = _text(record.get("title"), "title")
+    if not title:
+        raise ValueError('no title: a paper without an abstract ("has_abstract": false) needs its title')
+    return _paper(record, "", title, source=source, position=position, line=line)
+
+
+def _paper(record: dict[str, Any], abstract: str, title: str, *, source: str, position: int, line: int) -> Paper:
+    """A Paper from a record whose abstract (empty: a title-only paper) and title are already checked."""
     raw_id = record.get("id")
-    if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()):
-        paper_id = stable_id(abstract)
+    if _blank(raw_id):
+        paper_id = stable_id(abstract) if abstract else stable_id(title, "title-")
     elif isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool):
         paper_id = _text(raw_id, "id")
     else:
@@ -382,7 +419,7 @@ def _to_paper(record: dict[str, Any], *, source: str, position: int, line: int) 
     return Paper(
         paper_id=paper_id,
         abstract=abstract,
-        title=_text(record.get("title"), "title"),
+        title=title,
         authors=_names(record.get("authors"), "authors"),
         decision=_text(record.get("decision"), "decision"),
         venue=_text(record.get("venue"), "venue"),
@@ -392,7 +429,12 @@ def _to_paper(record: dict[str, Any], *, source: str, position: int, line: int) 
         source=source,
         position=position,
         line=line,
+        has_abstract=bool(abstract),
     )
+
+
+def _blank(value: Any) -> bool:
+    return value is None or isinstance(value, str) and not value.strip()
 
 
 def _decode_failure(exc: Exception) -> str:

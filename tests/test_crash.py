@@ -22,7 +22,7 @@ from rag.engine import Engine
 # Against a real Chroma server; the embedded store gets random kill points in tests/reliability/test_store_faults.py.
 @pytest.mark.parametrize("store", ["server"], indirect=True)
 def test_kill_9_mid_ingest_then_rerun_gives_every_paper_exactly_once(tmp_path, store):
-    abstracts = seed_paragraphs("000_iclr2025_abstracts.txt") + seed_paragraphs("003_iclr2025_abstracts.txt")
+    abstracts = seed_paragraphs("000_99312b63f56aee43.txt") + seed_paragraphs("003_ca1cb07fa40ffbf8.txt")
     path = tmp_path / "many.jsonl"
     with path.open("w") as f:
         for i in range(192):  # three batches of 64

