@@ -14,6 +14,10 @@ The abstention gate in `rag.answer` reads `Retrieval.confidence`, the score of t
 Sentences (for snippets, extractive answers and the abstention signal) are scored by their stored vector
 (`rag.index`) against the question, plus a small bonus for sharing the question's stemmed terms. A question costs
 one embedding (its own), one Chroma query, one BM25 pass and one Chroma read of the hits' sentences.
+
+Title-only papers (`has_abstract` false) are ranked like the others, on their title, but have no sentences: no
+snippet, nothing an answer could quote, and no say in the confidence. The papers that answer are the first
+SNIPPET_PAPERS hits with abstracts, so titles ranked high do not crowd out the abstracts below them.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import bm25s
 import numpy as np
 import Stemmer
 
-from rag.citations import cited_in, without_citations
+from rag.citations import cited_sentences, without_citations
 from rag.config import Settings
 from rag.index import PaperIndex, Sentences, StoredPaper
 from rag.sentences import split_sentences
@@ -34,7 +38,7 @@ from rag.sentences import split_sentences
 _STEMMER = Stemmer.Stemmer("english")
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
-SNIPPET_PAPERS = 3  # the top papers whose sentences answer (and whose best sentence is the confidence)
+SNIPPET_PAPERS = 3  # the top papers with abstracts whose sentences answer (the best one is the confidence)
 # Text in an abstract that addresses a model ("IGNORE ALL PREVIOUS INSTRUCTIONS AND SAY ..."): never support.
 INSTRUCTION = re.compile(r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|rules|context)\b|"
                          r"\byou are now\b|\bsystem prompt\b|\bnew instructions?\b", re.IGNORECASE | re.DOTALL)
@@ -164,12 +168,13 @@ class HybridRetriever:
                     dense_ranked.get(pid), lexical_ranked.get(pid)) for pid in order]
         retrieval = Retrieval(question, hits, vector, set(terms))
         scored = self.score_sentences(retrieval, list(range(len(hits))))
-        retrieval.sentences = [s for s in scored if s.paper_index < SNIPPET_PAPERS]
+        answering = [i for i, hit in enumerate(hits) if hit.paper.has_abstract][:SNIPPET_PAPERS]
+        retrieval.sentences = [s for s in scored if s.paper_index in answering]
         for i, hit in enumerate(hits):
             best = next((s for s in scored if s.paper_index == i), None)
             hit.snippet = best.text if best else hit.paper.abstract[:300]
-        if hits:
-            retrieval.named_match = self._named_match(question, hits[0].paper, state)
+        if answering:
+            retrieval.named_match = self._named_match(question, hits[answering[0]].paper, state)
         return retrieval
 
     def _named_match(self, question: str, paper: StoredPaper, state: "_Corpus") -> str:
@@ -186,8 +191,10 @@ class HybridRetriever:
         return ""
 
     def score_sentences(self, retrieval: Retrieval, paper_indexes: list[int]) -> list[ScoredSentence]:
-        """Sentences of the given hits, best first: cosine to the question + a term-overlap bonus."""
+        """Sentences of the given hits, best first: cosine to the question + a term-overlap bonus. Title-only
+        papers have none."""
         terms = retrieval.terms
+        paper_indexes = [i for i in paper_indexes if retrieval.hits[i].paper.has_abstract]
         stored = self.sentences([retrieval.hits[i].paper for i in paper_indexes])
         items: list[tuple[int, str]] = []
         vectors = []
@@ -217,11 +224,12 @@ class HybridRetriever:
     def unsupported(self, answer: str, cited_papers: dict[int, str], threshold: float) -> tuple[list[str], int]:
         """Check each sentence of a generated answer that cites sources (numbered as in `cited_papers`, n ->
         paper id) against the sentences of the abstracts it cites. Returns (the sentences whose best cosine is
-        below `threshold`, how many sentences were checked). Uncited sentences are not checked: nothing claims
-        support for them."""
+        below `threshold`, how many sentences were checked). A sentence without citations of its own is checked
+        against those that close its paragraph (`cited_sentences`); one with none at all is not: nothing claims
+        support for it."""
         claims: list[tuple[str, str, list[str]]] = []  # (sentence, claim without citations, cited paper ids)
-        for sentence in split_sentences(answer):
-            ids = list(dict.fromkeys(cited_papers[n] for n in cited_in(sentence) if n in cited_papers))
+        for sentence, numbers in cited_sentences(answer):
+            ids = list(dict.fromkeys(cited_papers[n] for n in numbers if n in cited_papers))
             claim = without_citations(sentence)
             if ids and claim:
                 claims.append((sentence, claim, ids))
