@@ -5,10 +5,10 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/pip --disable-pip-version-check -q
 STAMP  := $(VENV)/.installed
 SEEDS  := seeds
-CORPUS ?= ../shared/corpus/iclr2025.jsonl
+CORPUS ?= rag/data/iclr2025.jsonl
 
 .DEFAULT_GOAL := help
-.PHONY: help install run ingest test soak system-deps bench eval clean
+.PHONY: help install run ingest test test-fast lint soak system-deps bench eval clean
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -21,29 +21,37 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP) ## Create .venv and install the app and its test tools (pinned)
 
-run: $(STAMP) ## Install, ingest seeds/ if the index is empty, start the web chat on 127.0.0.1:7860
+run: $(STAMP) ## Install, ingest seeds/ if the index is empty, serve 127.0.0.1:7860 (indexing the ICLR 2025 list meanwhile)
 	$(BIN)/rag ingest --if-empty $(SEEDS)
 	$(BIN)/rag serve
 
 ingest: $(STAMP) ## Ingest seeds/ (or PATHS="a.jsonl dir/") into the index
 	$(BIN)/rag ingest $(or $(PATHS),$(SEEDS))
 
-test: $(STAMP) system-deps ## Install what the tests need (chromium, strace too), then run them
+test: $(STAMP) system-deps lint ## Install what the tests need (chromium, strace too), lint, then run every test
 	$(BIN)/python -m pytest
+
+test-fast: $(STAMP) ## The edit loop: tests without a browser, a Chroma server or long runs (no apt-get)
+	$(BIN)/python -m pytest -q -m "not browser and not server and not slow"
+
+lint: $(STAMP) ## ruff over the code and tests
+	$(BIN)/ruff check rag ui tests eval bench
 
 soak: $(STAMP) system-deps ## Long reliability runs: 1,000+ fuzzed inputs, 10 kill -9 trials, 60 s of 20-session load
 	$(BIN)/python -m pytest tests/reliability --soak -s -q
 
-# The browser tests drive Debian's chromium with Playwright (no browser download); the network test uses strace.
+# The browser tests drive Debian's chromium with Playwright (no browser download); the network test uses strace;
+# fonts-noto-cjk lets the browser (and the screenshots) show Chinese questions instead of boxes.
 system-deps:
-	@command -v chromium >/dev/null && command -v strace >/dev/null || { SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium strace; }
+	@command -v chromium >/dev/null && command -v strace >/dev/null && dpkg -s fonts-noto-cjk >/dev/null 2>&1 || { \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium strace fonts-noto-cjk; }
 
-bench: $(STAMP) ## Benchmarks on the 2,114-paper corpus -> bench/REPORT.md, bench/latency.png (needs ../shared)
+bench: $(STAMP) ## Benchmarks on the bundled 2,114-paper list -> bench/REPORT.md, bench/latency.png
 	$(PIP) install -e '.[test,bench]'
 	$(BIN)/python bench/run.py --corpus $(CORPUS)
 
-eval: $(STAMP) ## rag eval: bm25 / dense / hybrid on the seeds, then on the 2,114-paper corpus -> eval/reports/ (needs ../shared)
+eval: $(STAMP) ## rag eval: bm25 / dense / hybrid on the seeds, then on the bundled 2,114-paper list -> eval/reports/
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(CORPUS) --name seeds_dev-iclr2025
 	$(BIN)/rag eval eval/questions/corpus_dev.jsonl --corpus $(CORPUS)

@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess
@@ -40,7 +39,6 @@ from rag.evaluation import load_questions, matches  # noqa: E402
 from rag.config import Settings  # noqa: E402
 from rag.engine import Engine  # noqa: E402
 from rag.ingest import read_paths  # noqa: E402
-from rag.retrieve import HybridRetriever  # noqa: E402
 
 
 def timed(fn, *args, **kwargs):

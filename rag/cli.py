@@ -63,6 +63,35 @@ def _engine(**overrides: Any):
     return Engine(Settings.load(**overrides))
 
 
+def _existing_engine(**overrides: Any):
+    """An engine over an index that must already exist (ask, chat, stats): a data dir with no index is an error
+    naming `rag ingest`, and nothing is created there."""
+    from rag import lock
+
+    engine = _engine(**overrides)
+    settings = engine.settings
+    lock.check_free(settings, "open it")  # a running server's store: that message, not "no index"
+    if not settings.chroma_url and not settings.chroma_path.exists():
+        raise click.ClickException(f"there is no index in {settings.data_dir}: run `rag ingest PATH` first, or "
+                                   "point --data-dir / RAG_DATA_DIR at an existing one")
+    return engine
+
+
+def _check_port(host: str, port: int) -> None:
+    """Fail before anything loads if the web chat's address is taken (Gradio would say so only after the index
+    has loaded, naming its own variable)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise click.ClickException(f"cannot serve on {host}:{port}: {exc.strerror or exc}. Choose another port "
+                                       "with --port / RAG_PORT (or stop what is using it).") from None
+
+
 def friendly_errors(func: Callable) -> Callable:
     """Turn the library's expected errors into `Error: ...` and exit code 1."""
 
@@ -71,10 +100,11 @@ def friendly_errors(func: Callable) -> Callable:
         from rag.embeddings import EmbeddingError
         from rag.engine import QuestionError
         from rag.index import StoreError
+        from rag.lock import StoreBusyError
 
         try:
             return func(*args, **kwargs)
-        except (ConfigError, EmbeddingError, StoreError, QuestionError) as exc:
+        except (ConfigError, EmbeddingError, StoreError, QuestionError, StoreBusyError) as exc:
             raise click.ClickException(str(exc)) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
@@ -119,7 +149,8 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
     \b
     Formats: seed text (.txt/.md: a header line, then one abstract per paragraph), JSON lines or a JSON
     array (.jsonl/.json), CSV (.csv). Record fields: abstract (required), id, title, authors, decision,
-    venue, url, keywords, year. Re-ingesting is cheap: unchanged papers are not embedded again, changed ones
+    venue, url, keywords, year; "has_abstract": false with a title makes a title-only paper. Untitled
+    abstracts of ICLR 2025 papers get their titles, authors and links from the bundled list. Re-ingesting is cheap: unchanged papers are not embedded again, changed ones
     are replaced, and papers removed from a re-ingested file leave the index.
 
     \b
@@ -194,7 +225,7 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
         from rag.engine import clean_question
 
         clean_question(question)  # an empty question is refused before anything is loaded
-    engine = _engine(k=k, **settings)
+    engine = _existing_engine(k=k, **settings)
     if engine.is_empty():
         raise click.ClickException(f"the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first")
     if batch is not None:
@@ -293,7 +324,7 @@ def chat(k: int | None, decision: str | None, **settings: Any) -> None:
     """
     from rag.engine import QuestionError
 
-    engine = _engine(k=k, **settings)
+    engine = _existing_engine(k=k, **settings)
     if engine.is_empty():
         raise click.ClickException(f"the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first")
     mode = f"LLM {engine.settings.llm_model}" if engine.settings.llm_enabled else "extractive (no LLM configured)"
@@ -377,7 +408,7 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
 @friendly_errors
 def stats(as_json: bool, **settings: Any) -> None:
     """Show what the index holds: papers, chunks, decisions, source files."""
-    info = _engine(**settings).stats()
+    info = _existing_engine(**settings).stats()
     if as_json:
         click.echo(json.dumps(info, ensure_ascii=False))
         return
@@ -390,17 +421,36 @@ def stats(as_json: bool, **settings: Any) -> None:
 
 
 @main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @_setting_option("host", "Address to bind (default 127.0.0.1).")
 @_setting_option("port", "Port (default 7860).", type=int)
+@click.option("--bundled/--no-bundled", "bundled", default=None,
+              help="Index the bundled ICLR 2025 list in the background while serving (default), or serve the index "
+                   "as it is. [env RAG_BUNDLED]")
 @llm_options
 @store_options
 @friendly_errors
-def serve(**settings: Any) -> None:
-    """Start the web chat (Gradio) on http://HOST:PORT."""
+def serve(paths: tuple[Path, ...], **settings: Any) -> None:
+    """Start the web chat (Gradio) on http://HOST:PORT.
+
+    \b
+    While it serves, it indexes in the background the bundled ICLR 2025 list (3,706 accepted papers, 2,114 with
+    abstracts), or the PATHS given instead; the page shows the progress, and answers meanwhile search the papers
+    indexed so far. Papers already indexed are skipped, so a restart resumes where it stopped.
+      rag serve                          # seeds (if ingested) + the ICLR 2025 list
+      rag serve --no-bundled             # only what the index holds now
+      rag serve --collection mine my.jsonl   # a collection of your own files
+    """
+    from rag import lock
     from ui.app import launch
 
     engine = _engine(**settings)
-    if engine.is_empty():
-        click.echo(f"warning: the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first",
-                   err=True)
-    launch(engine)
+    _check_port(engine.settings.host, engine.settings.port)
+    engine.serving = True
+    held = lock.hold(engine.settings)  # noqa: F841  (kept open: the lock lasts as long as the process)
+    background: list[Path | str] = list(paths)
+    if not background and engine.settings.bundled:
+        from rag.catalog import BUNDLED
+
+        background = list(BUNDLED)
+    launch(engine, background=background)

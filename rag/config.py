@@ -47,7 +47,8 @@ class Settings(BaseModel):
 
     # Retrieval
     k: int = Field(5, ge=1, le=50, description="How many papers to retrieve.")
-    candidates: int = Field(50, ge=5, le=1000, description="How many chunks/papers each retriever proposes before fusion.")
+    candidates: int = Field(50, ge=5, le=1000,
+                            description="How many chunks/papers each retriever proposes before fusion.")
     rrf_k: int = Field(5, ge=1, description="Reciprocal-rank-fusion constant (tuned on the seed dev set: "
                                             "eval/README.md).")
     bm25_weight: float = Field(1.5, ge=0.0, le=10.0, description="Weight of the BM25 ranking in the fusion "
@@ -87,6 +88,8 @@ class Settings(BaseModel):
     port: int = Field(7860, ge=1, le=65535)
     auth: SecretStr | None = Field(None, description='"user:password" to require a login for the web chat and API.')
     concurrency: int = Field(10, ge=1, le=256, description="Questions the web chat answers at the same time.")
+    bundled: bool = Field(True, description="`rag serve` indexes the bundled ICLR 2025 list in the background "
+                                            "(papers already indexed are skipped); false serves the index as it is.")
 
     @field_validator("auth")
     @classmethod
@@ -162,5 +165,6 @@ ENV_VARS: dict[str, str] = {
     "port": "RAG_PORT",
     "auth": "RAG_AUTH",
     "concurrency": "RAG_CONCURRENCY",
+    "bundled": "RAG_BUNDLED",
 }
 assert set(ENV_VARS) == set(Settings.model_fields), "every setting needs an environment variable"

@@ -16,12 +16,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from rag import prompts
+from rag import lock, prompts
 from rag.answer import (NO_ANSWER, Answer, Delta, Restart, abstention_text, extractive, should_abstain,
                         sources_from)
+from rag.catalog import enrich
 from rag.citations import StreamFilter
 from rag.config import Settings
 from rag.embeddings import Embedder, make_embedder
@@ -114,8 +116,8 @@ def check_history(history: Any) -> list[dict[str, str]]:
     if history is None or history == "":
         return []
     if not isinstance(history, list) or not all(
-            isinstance(t, dict) and t.get("role") in ("user", "assistant", "system") and isinstance(t.get("content"), str)
-            for t in history):
+            isinstance(t, dict) and t.get("role") in ("user", "assistant", "system")
+            and isinstance(t.get("content"), str) for t in history):
         raise QuestionError('history must be a list of {"role": "user" or "assistant", "content": "..."}.')
     return [{"role": t["role"], "content": _CONTROL.sub(" ", t["content"])[:20_000]}
             for t in history[-MAX_HISTORY_TURNS:] if t["role"] != "system"]
@@ -132,11 +134,29 @@ def standalone_question(question: str, history: list[dict[str, Any]] | None) -> 
     return question
 
 
-class Engine:
-    """Loads the embedder and index on first use; safe to share between threads for `ask`."""
+@dataclass
+class Indexing:
+    """Progress of an ingest running in the background (`Engine.index_in_background`), for the page to show."""
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    running: bool = False
+    done: int = 0  # papers embedded so far
+    todo: int = 0  # papers to embed in all
+    total: int = 0  # papers the index will hold when done
+    summary: str = ""  # the finished ingest's summary line, or why it failed
+    failed: bool = False
+
+
+class Engine:
+    """Loads the embedder and index on first use; safe to share between threads for `ask`.
+
+    `serving=True` marks the process that owns an embedded store (`rag serve`); any other process opening the same
+    store is refused while it runs (`rag.lock`)."""
+
+    def __init__(self, settings: Settings | None = None, serving: bool = False) -> None:
         self.settings = settings or Settings.load()
+        self.serving = serving
+        self.indexing = Indexing()
+        self._ingest_lock = threading.Lock()  # one ingest at a time (background list, uploads)
         self._lock = threading.Lock()
         self._embedder: Embedder | None = None
         self._index: PaperIndex | None = None
@@ -155,6 +175,8 @@ class Engine:
     def index(self) -> PaperIndex:
         with self._lock:
             if self._index is None:
+                if not self.serving:
+                    lock.check_free(self.settings, "open it")
                 # The model loads in a thread while chromadb is imported and the store opened: 0.3 s less
                 # start-up on 2 cores. Errors of either side are raised here, as if loaded one after the other.
                 with ThreadPoolExecutor(1) as pool:
@@ -175,16 +197,61 @@ class Engine:
                 self._retriever = HybridRetriever(index, self.settings.candidates)
             return self._retriever
 
-    def ingest(self, paths: list[str | Path], progress: Callable[[int, int], None] | None = None) -> IngestStats:
-        """Read files and directories into the store. Bad records are skipped and listed in `stats.problems`."""
-        read = read_paths(paths)
-        stats = self.index.upsert(read.papers, files=read.files, progress=progress)
-        stats.problems = [str(p) for p in read.problems]
-        stats.skipped = sum(1 for p in read.problems if p.line is not None)
+    def ingest(self, paths: list[str | Path], progress: Callable[[int, int], None] | None = None,
+               refresh_every: float | None = None) -> IngestStats:
+        """Read files and directories into the store. Bad records are skipped and listed in `stats.problems`.
+        With `refresh_every` (seconds), questions asked meanwhile search the papers stored so far, refreshed at
+        most that often; otherwise they see the new papers when the ingest ends."""
+        with self._ingest_lock:
+            read = read_paths(paths)
+            read.papers, enriched = enrich(read.papers)  # untitled abstracts named after bundled ICLR 2025 papers
+            last = time.monotonic()
+
+            def step(done: int, todo: int) -> None:
+                nonlocal last
+                if progress:
+                    progress(done, todo)
+                if refresh_every is not None and done and time.monotonic() - last >= refresh_every:
+                    self._refresh()
+                    last = time.monotonic()
+
+            stats = self.index.upsert(read.papers, files=read.files, progress=step)
+            stats.problems = [str(p) for p in read.problems]
+            stats.skipped = sum(1 for p in read.problems if p.line is not None)
+            stats.enriched = enriched
+            self._refresh()
+            return stats
+
+    def _refresh(self) -> None:
         with self._lock:
-            if self._retriever is not None:
-                self._retriever.refresh()
-        return stats
+            retriever = self._retriever
+        if retriever is not None:
+            retriever.refresh()
+
+    def index_in_background(self, paths: list[str | Path], refresh_every: float = 15.0) -> threading.Thread:
+        """Ingest `paths` in a thread while questions are answered (`rag serve` and the bundled list). Progress
+        is in `self.indexing`; answers given meanwhile say how many papers they searched. Stopping the process
+        loses at most the batch being embedded: a restart skips every paper already stored."""
+        self.indexing = state = Indexing(running=True)
+
+        def progress(done: int, todo: int) -> None:
+            if done == 0:
+                state.total = self.index.count() + todo  # papers stored, plus those to come
+            state.done, state.todo = done, todo
+
+        def run() -> None:
+            try:
+                stats = self.ingest(paths, progress=progress, refresh_every=refresh_every)
+                state.summary = stats.summary() + (f"; {len(stats.problems)} problem(s)" if stats.problems else "")
+            except Exception as exc:  # shown on the page; the papers stored so far stay searchable
+                state.failed, state.summary = True, f"indexing stopped: {exc}"
+            finally:
+                state.total = self.index.count() if not state.failed else state.total
+                state.running = False
+
+        thread = threading.Thread(target=run, name="background-ingest", daemon=True)
+        thread.start()
+        return thread
 
     @property
     def llm(self) -> ChatClient | None:
@@ -227,6 +294,9 @@ class Engine:
         retrieved = time.perf_counter()
         sources = sources_from(retrieval)
         by_n = {s.n: s for s in sources}
+        if self.indexing.running and self.indexing.total:
+            notices.append(f"Searched the {len(retriever.state.papers):,} papers indexed so far; indexing of "
+                           f"{self.indexing.total:,} is still under way.")
         answer = Answer(question=question, answer="", mode="extractive", abstained=True, citations=[],
                         sources=sources, confidence=round(retrieval.confidence, 4),
                         retrieval_query=query if query != question else "", notices=notices,
@@ -244,7 +314,7 @@ class Engine:
                 messages = [{"role": "system", "content": self.templates["system"]},
                             {"role": "user", "content": prompts.fill(
                                 self.templates["answer"], sources=prompts.render_sources(sources),
-                                question=question)}]
+                                question=question, language=prompts.answer_language(question))}]
                 for delta in llm.stream(messages, completion):
                     text = stream.feed(delta)
                     if text:
@@ -259,7 +329,11 @@ class Engine:
                     # Every claim must carry a citation; an answer citing nothing (a model that ignored the
                     # prompt, or obeyed instructions hidden in an abstract) is not shown as an answer.
                     raise LLMError("the LLM's answer cited none of the sources")
-                unsupported, checked = retriever.unsupported(
+                # The support check compares English embeddings (English abstracts, an English MiniLM): a
+                # sentence in Chinese, Japanese or Korean scores low whatever it says. Such an answer is neither
+                # checked nor discarded for it, and says so in its notices.
+                unchecked_language = prompts.language_of(cleaned.text)
+                unsupported, checked = ([], 0) if unchecked_language else retriever.unsupported(
                     cleaned.text, {n: s.paper_id for n, s in by_n.items()}, self.settings.support_threshold)
                 if checked and len(unsupported) == checked:
                     # Citations on text that none of the cited abstracts supports (e.g. an injected instruction
@@ -275,6 +349,9 @@ class Engine:
                 answer.citations = [by_n[n] for n in cleaned.cited]
                 answer.abstained = not cleaned.cited
                 answer.unsupported = unsupported
+                if unchecked_language:
+                    answer.notices.append(f"The answer is in {unchecked_language}: its sentences were not checked "
+                                          "against the abstracts they cite (the check compares English text).")
                 answer.usage = {"prompt_tokens": completion.usage.prompt_tokens,
                                 "completion_tokens": completion.usage.completion_tokens}
                 if completion.first_token_at is not None:

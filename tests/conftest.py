@@ -13,12 +13,42 @@ import pytest
 for _name in list(os.environ):
     if _name.startswith("RAG_") or _name.startswith("OPENAI_"):
         del os.environ[_name]
+# A `rag serve` started by a test serves its own index; indexing the whole bundled list (minutes of embedding)
+# is tested on its own.
+os.environ["RAG_BUNDLED"] = "false"
 
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "seeds"
 DATA = Path(__file__).resolve().parent / "data"
 CORPUS = ROOT.parent / "shared" / "corpus" / "iclr2025.jsonl"
 sys.path.insert(0, str(ROOT))
+
+
+# Store-parametrized tests run against the embedded store and a real `chroma run`; the latter are marked `server`.
+SERVER = pytest.param("server", marks=pytest.mark.server)
+# Whole modules that start processes, run for a long time or sweep many inputs: `make test-fast` leaves them out.
+SLOW_MODULES = {"test_cli.py", "test_crash.py", "test_eval.py", "test_serve.py"}
+# ... and single tests of other modules that spawn the CLI, wait out timeouts on purpose, or repeat a fast unit test
+# through the whole engine for every case (test_citations.py covers the same cases in milliseconds).
+SLOW_TESTS = {
+    "test_rag_ask_streams_the_llm_answer_and_never_prints_the_key",
+    "test_rag_chat_keeps_the_conversation_for_follow_ups",
+    "test_every_citation_style_is_accepted_and_shown_in_the_apps_form",
+    "test_every_endpoint_fault_falls_back_to_an_extractive_answer_in_time",
+    "test_an_error_body_of_any_shape_falls_back_with_a_one_line_reason",
+    "test_an_error_body_of_any_shape_in_the_follow_up_rewrite_falls_back_too",
+    "test_a_slow_drip_is_cut_off_at_the_deadline_and_the_streamed_text_restarted",
+    "test_the_follow_up_rewrite_obeys_the_deadline_too",
+    "test_instructions_hidden_in_an_abstract_do_not_become_the_answer",
+    "test_an_edited_seed_abstract_replaces_its_chunks",
+    "test_an_index_without_stored_sentences_still_answers_and_ingest_adds_them",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SLOW_MODULES or "reliability" in item.path.parts or item.originalname in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
 
 
 def seed_paragraphs(name: str) -> list[str]:
@@ -63,7 +93,7 @@ def chroma_server(tmp_path_factory):
     log.close()
 
 
-@pytest.fixture(params=["embedded", "server"])
+@pytest.fixture(params=["embedded", SERVER])
 def store(request, tmp_path):
     """Settings for a fresh, empty store: the embedded Chroma in a temp dir, or a new collection on a real
     Chroma server. Tests that take this run against both."""
@@ -75,7 +105,7 @@ def store(request, tmp_path):
             "collection": f"t-{uuid.uuid4().hex[:12]}"}
 
 
-@pytest.fixture(scope="session", params=["embedded", "server"])
+@pytest.fixture(scope="session", params=["embedded", SERVER])
 def seed_ingest(request, tmp_path_factory):
     """(engine, stats of the first ingest) over a fresh store of seeds/, embedded and on a Chroma server."""
     from rag.config import Settings

@@ -18,6 +18,7 @@ from netaudit import outside  # noqa: E402
 
 AUDIT = [sys.executable, str(ROOT / "tests" / "netaudit.py")]
 SAE = "Is there work on making sparse autoencoders cheaper to train?"
+SAE_TITLE = "Efficient Dictionary Learning with Switch Sparse Autoencoders"  # the seed's ICLR 2025 paper
 
 
 def rag(*args, audit=None, input=None, check=False, env=None):
@@ -41,7 +42,7 @@ def cli_index(tmp_path_factory):
 def test_ingest_prints_a_summary_and_makes_no_outside_connection(cli_index):
     data_dir, result, report = cli_index
     assert result.returncode == 0, result.stderr
-    assert "added 38, updated 0, unchanged 0, removed 0, skipped 0" in result.stdout
+    assert "added 38, updated 0, unchanged 0, removed 0, skipped 0, 38 matched to ICLR 2025 papers" in result.stdout
     assert "embedding" in result.stderr  # the progress bar
     assert report.read_text() == ""
 
@@ -61,11 +62,23 @@ def test_ask_json_contract(cli_index):
     assert report.read_text() == ""
 
 
+def test_ask_json_cites_the_seed_under_its_iclr_2025_title_decision_and_link(cli_index):
+    data_dir, _, report = cli_index
+    answer = json.loads(rag("ask", "--json", SAE, "--data-dir", data_dir, audit=report, check=True).stdout)
+    cited = answer["citations"][0]
+    assert (cited["n"], cited["title"], cited["paper_id"]) == (1, SAE_TITLE, "k2ZVAzVeMP")
+    assert cited["url"] == "https://openreview.net/forum?id=k2ZVAzVeMP" and cited["decision"] == "Accept (Poster)"
+    assert cited["authors"] and cited["has_title"] and cited["has_abstract"] is True
+    assert cited["enriched_from"] == "ICLR 2025 list (rag/data/iclr2025.jsonl)"
+    assert all(s["enriched_from"] and s["url"].startswith("https://openreview.net/") for s in answer["sources"])
+    assert report.read_text() == ""
+
+
 def test_ask_text_output_and_k(cli_index):
     data_dir, _, _ = cli_index
     result = rag("ask", SAE, "--data-dir", data_dir, "--k", "2", check=True)
     assert "[1]" in result.stdout and "Sources:" in result.stdout
-    assert "003_iclr2025_abstracts.txt #17" in result.stdout
+    assert SAE_TITLE in result.stdout
     two = json.loads(rag("ask", "--json", SAE, "--data-dir", data_dir, "--k", "2", check=True).stdout)
     assert len(two["sources"]) == 2
 
@@ -112,7 +125,7 @@ def test_stats(cli_index):
     data_dir, _, _ = cli_index
     info = json.loads(rag("stats", "--json", "--data-dir", data_dir, check=True).stdout)
     assert info["papers"] == 38 and info["chunks"] >= 38
-    assert info["sources"] == {"003_iclr2025_abstracts.txt": 22, "000_iclr2025_abstracts.txt": 16}
+    assert info["sources"] == {"000_99312b63f56aee43.txt": 19, "003_ca1cb07fa40ffbf8.txt": 19}
     assert "papers" in rag("stats", "--data-dir", data_dir, check=True).stdout
 
 
@@ -122,7 +135,9 @@ def test_errors_are_one_line_and_exit_codes_tell_what_happened(cli_index, tmp_pa
     assert empty.returncode == 1 and empty.stderr.strip() == "Error: The question is empty: type a question about " \
                                                             "the papers."
     no_index = rag("ask", SAE, "--data-dir", tmp_path / "nothing")
-    assert no_index.returncode == 1 and "is empty; run `rag ingest PATH` first" in no_index.stderr
+    assert no_index.returncode == 1 and "there is no index in" in no_index.stderr
+    assert "run `rag ingest PATH` first" in no_index.stderr
+    assert not (tmp_path / "nothing").exists()  # a read command creates nothing where no index is
     bad_setting = rag("ask", SAE, "--data-dir", data_dir, env={"RAG_K": "many"})
     assert bad_setting.returncode == 1 and "--k / RAG_K" in bad_setting.stderr
     for result in (empty, no_index, bad_setting):
@@ -138,6 +153,20 @@ def test_errors_are_one_line_and_exit_codes_tell_what_happened(cli_index, tmp_pa
     assert rag("ingest", nothing, "--data-dir", tmp_path / "n").returncode == 2
     again = rag("ingest", "--if-empty", DATA / "papers_small.jsonl", "--data-dir", tmp_path / "p", check=True)
     assert "already holds 1 papers; nothing to do" in again.stdout
+
+
+def test_ask_json_lists_a_title_only_paper_with_no_text(tmp_path):
+    data_dir = tmp_path / "index"
+    ingest = rag("ingest", DATA / "papers_small.jsonl", DATA / "papers_title_only.jsonl", "--data-dir", data_dir,
+                 "-q", check=True)
+    assert "added 10" in ingest.stdout and "matched" not in ingest.stdout
+    question = "Which papers use speculative decoding to accelerate autoregressive image generation?"
+    answer = json.loads(rag("ask", "--json", question, "--data-dir", data_dir, check=True).stdout)
+    jacobi = next(s for s in answer["sources"] if s["paper_id"] == "LZfjxvqw0N")
+    assert (jacobi["has_abstract"], jacobi["text"], jacobi["snippet"], jacobi["enriched_from"]) == (False, "", "", "")
+    assert jacobi["title"].startswith("Accelerating Auto-regressive Text-to-Image Generation")
+    assert answer["citations"] and all(c["has_abstract"] for c in answer["citations"])
+    assert f"[{jacobi['n']}]" not in answer["answer"]
 
 
 def test_help_documents_every_command_and_setting():
@@ -166,7 +195,7 @@ def test_serve_answers_over_http_and_connects_nowhere_else(cli_index, tmp_path):
         stream = urllib.request.urlopen(f"{base}/gradio_api/call/ask/{event}", timeout=60).read().decode()
         assert "event: complete" in stream
         answer = json.loads([line[6:] for line in stream.splitlines() if line.startswith("data: ")][-1])[0]
-        assert answer["citations"][0]["title"] == "003_iclr2025_abstracts.txt #17" and "[1]" in answer["answer"]
+        assert answer["citations"][0]["title"] == SAE_TITLE and "[1]" in answer["answer"]
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -26,10 +26,19 @@ TIME_MOE_Q = "Which paper introduces a billion-scale time series foundation mode
 EVIL = {"id": "evil-1", "title": '<script>window.__pwned = 1</script>Evil <b>bold</b> title',
         "authors": ['<img src=x onerror="window.__pwned = 2">'], "decision": "Accept (Poster)",
         "url": "https://openreview.net/forum?id=evil-1",
-        "abstract": 'We study hostile markup in abstracts about zebra stripes. <img src=x onerror="window.__pwned = 3"> '
+        "abstract": 'We study hostile markup in abstracts about zebra stripes. '
+                    '<img src=x onerror="window.__pwned = 3"> '
                     "<script>window.__pwned = 4</script> Zebra stripes confuse biting flies in field experiments."}
 
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium is installed by `make test`")
+# A title and abstract with the TeX and emphasis real OpenReview text has, and more authors than a card shows.
+MARKUP = {"id": "markup-1", "title": "**T**raining-Fre**e** Guidance with $\\texttt{BRAID}$ for $\\ell_p$ Robustness",
+          "authors": [f"Author Number{i}" for i in range(1, 11)], "decision": "Accept (Spotlight)",
+          "venue": "ICLR 2025 Spotlight", "url": "https://openreview.net/forum?id=markup-1",
+          "abstract": "We propose $\\texttt{BRAID}$, a training-free guidance method for wombat pose estimation. "
+                      "It certifies $\\ell_p$ robustness of **wombat** pose estimators at no extra training cost."}
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium is installed by `make test`")]
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +97,7 @@ def app(tmp_path_factory, llm, trap):
     from ui.app import launch
 
     base = tmp_path_factory.mktemp("web")
-    (base / "evil.jsonl").write_text(json.dumps(EVIL) + "\n" + json.dumps(hostile_markdown(trap.url)) + "\n")
+    (base / "evil.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (EVIL, hostile_markdown(trap.url), MARKUP)))
     engine = Engine(Settings(data_dir=base / "index", port=free_port(), llm_model="fake-chat",
                              llm_base_url=llm.base_url, llm_timeout=3, llm_max_retries=0))
     engine.ingest([SEEDS, DATA / "papers_small.jsonl", base / "evil.jsonl"])
@@ -148,20 +157,21 @@ def test_the_answer_streams_in_and_links_to_a_source_card(page, llm):
     final = last_answer(page)
     assert "[1]" in final and "fake-chat (LLM)" in final
     card = page.locator("#src-0-1")
-    assert "003_iclr2025_abstracts.txt #17" in card.inner_text()
+    assert "Efficient Dictionary Learning with Switch Sparse Autoencoders" in card.inner_text()
     assert "score" in card.inner_text() and card.locator("mark").count() >= 1  # question terms highlighted
+    if os.environ.get("UPDATE_SCREENSHOTS"):  # the README's picture of LLM mode (the stand-in model)
+        page.screenshot(path=str(ROOT / "docs" / "screenshot-llm.png"))
     page.locator('#chat a[href="#src-0-1"]').first.click()
     assert page.evaluate("location.hash") == "#src-0-1"
     card.locator("summary").click()
-    assert seed_paragraphs("003_iclr2025_abstracts.txt")[16] in card.inner_text()
-    page.screenshot(path=str(ROOT / ".pytest_cache" / "web-answer.png"), full_page=True)
+    assert seed_paragraphs("000_99312b63f56aee43.txt")[2] in card.inner_text()
 
 
 def test_the_decision_filter_shows_only_matching_cards(page):
     page.get_by_label("Accept (Oral)").check()
     ask(page, "protein structure generation and agents for machine learning engineering")
     cards = page.locator("#sources .src-card")
-    assert cards.count() == 2
+    assert cards.count() >= 2  # the seed papers carry decisions too, now that they are matched to the list
     for i in range(cards.count()):
         assert "Oral" in cards.nth(i).locator(".badge").inner_text()
     titles = page.locator("#sources").inner_text()
@@ -173,7 +183,7 @@ def test_a_follow_up_question_uses_the_conversation(page):
     ask(page, TIME_MOE_Q)
     ask(page, "What dataset did they use?", answers_before=1)
     top = page.locator("#src-1-1")
-    assert "000_iclr2025_abstracts.txt #16" in top.inner_text()  # Time-MoE again
+    assert "Time-MoE: Billion-Scale Time Series Foundation Models" in top.inner_text()  # Time-MoE again
     assert page.locator("#chat [data-testid=bot]").count() == 2
 
 
@@ -182,13 +192,14 @@ def test_export_markdown_and_json(page):
     with page.expect_download() as download:
         page.click("#export-md")
     markdown = open(download.value.path(), encoding="utf-8").read()
-    assert f"## Q1: {SAE}" in markdown and "[1] 003_iclr2025_abstracts.txt #17" in markdown
+    assert f"## Q1: {SAE}" in markdown
+    assert "[1] Efficient Dictionary Learning with Switch Sparse Autoencoders" in markdown
     with page.expect_download() as download:
         page.click("#export-json")
     exported = json.loads(open(download.value.path(), encoding="utf-8").read())
     answer = exported["answers"][0]
     assert answer["question"] == SAE and answer["citations"][0]["n"] == 1
-    assert answer["citations"][0]["text"] == seed_paragraphs("003_iclr2025_abstracts.txt")[16]
+    assert answer["citations"][0]["text"] == seed_paragraphs("000_99312b63f56aee43.txt")[2]
 
 
 def test_feedback_is_stored_as_a_json_line(page, app):
@@ -228,13 +239,13 @@ def test_ten_concurrent_api_sessions_get_their_own_answers(app):
     base = app[0]
     firsts = {  # each session's earlier question, and the seed abstract its follow-up must retrieve
         "Which paper introduces a billion-scale time series foundation model?": seed_paragraphs(
-            "000_iclr2025_abstracts.txt")[15],
-        "What is the BirdSet dataset for avian bioacoustics?": seed_paragraphs("000_iclr2025_abstracts.txt")[13],
+            "003_ca1cb07fa40ffbf8.txt")[12],
+        "What is the BirdSet dataset for avian bioacoustics?": seed_paragraphs("003_ca1cb07fa40ffbf8.txt")[14],
         "What is the CURIE benchmark for scientific long-context reasoning?": seed_paragraphs(
-            "003_iclr2025_abstracts.txt")[10],
-        "What is the INCLUDE benchmark of regional knowledge in many languages?": seed_paragraphs(
-            "003_iclr2025_abstracts.txt")[19],
-        "What is the OMG metagenomic corpus?": seed_paragraphs("003_iclr2025_abstracts.txt")[1],
+            "000_99312b63f56aee43.txt")[8],
+        "What is CBQ, the cross-block quantization method for large language models?": seed_paragraphs(
+            "003_ca1cb07fa40ffbf8.txt")[11],
+        "What is the OMG metagenomic corpus?": seed_paragraphs("000_99312b63f56aee43.txt")[17],
     }
     jobs = [(first, gold) for first, gold in firsts.items()] * 2
 
@@ -383,3 +394,149 @@ def test_the_markdown_export_renders_as_text_in_a_markdown_viewer(page, browser,
         assert trap.requests == []
     finally:
         viewer.close()
+
+
+def test_the_page_shows_indexing_progress_and_adds_uploaded_papers(browser, tmp_path):
+    """While the collection is indexed in the background the page says how far it is and answers say what they
+    searched; "Add papers" ingests an uploaded file like `rag ingest`, reporting its bad records by file:line."""
+    import threading
+
+    from ui.app import launch
+
+    engine = Engine(Settings(data_dir=tmp_path / "index", port=free_port()), serving=True)
+    engine.ingest([SEEDS])
+    gate, upsert = threading.Event(), engine.index.upsert
+
+    def held(papers, files=(), progress=None):  # the background ingest waits at the gate after it starts
+        def step(done, todo):
+            progress(done, todo)
+            if done == 0:
+                gate.wait(60)
+        return upsert(papers, files=files, progress=step)
+
+    engine.index.upsert = held
+    demo = launch(engine, block=False, background=[DATA / "papers_small.jsonl"])
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"http://127.0.0.1:{engine.settings.port}/")
+        page.wait_for_function("document.querySelector('#indexing') && "
+                               "document.querySelector('#indexing').innerText.includes('Indexing the collection')",
+                               timeout=30_000)
+        assert "38 of 46 papers indexed" in page.inner_text("#indexing")
+        ask(page, "protein structure generation with a diffusion model")
+        assert "Searched the 38 papers indexed so far" in last_answer(page)
+        gate.set()
+        page.wait_for_function("document.querySelector('#indexing').innerText.includes('46 papers indexed.')",
+                               timeout=60_000)
+        upload = tmp_path / "mine.jsonl"
+        upload.write_text(json.dumps({"id": "up-1", "title": "Axolotl limb regeneration atlas",
+                                      "abstract": "We map axolotl limb regeneration with single-cell atlases "
+                                                  "across twelve stages."}) + "\n{broken\n")
+        with page.expect_file_chooser() as chooser:
+            page.click("#add-papers")
+        chooser.value.set_files(str(upload))
+        page.wait_for_function("document.querySelector('#added').innerText.includes('Added papers')",
+                               timeout=60_000)
+        report = page.inner_text("#added")
+        assert "added 1" in report and "skipped mine.jsonl:2: invalid JSON" in report, report
+        assert str(tmp_path) not in report and "/tmp" not in report
+        ask(page, "axolotl limb regeneration", answers_before=1)
+        assert "Axolotl limb regeneration atlas" in page.inner_text("#src-1-1")
+        page.close()
+    finally:
+        gate.set()
+        demo.close()
+
+
+def test_the_chats_trash_icon_starts_a_new_conversation_like_the_button(page, app):
+    """Clearing with the chat's own icon resets the answers too: feedback, export and the sources panel then
+    speak of the new question only."""
+    feedback = app[1].settings.data_dir / "feedback.jsonl"
+    ask(page, SAE)
+    page.locator('#chat button[aria-label="Clear"]').click()
+    page.wait_for_function("document.querySelectorAll('#chat [data-testid=bot]').length == 0")
+    ask(page, "zebra stripes and biting flies")
+    assert "Sources of answer 1" in page.inner_text("#sources h3")
+    before = len(feedback.read_text().splitlines()) if feedback.exists() else 0
+    page.locator('#chat button[aria-label="Dislike"]').last.click()
+    deadline = time.time() + 10
+    while time.time() < deadline and (len(feedback.read_text().splitlines()) if feedback.exists() else 0) == before:
+        time.sleep(0.1)
+    line = json.loads(feedback.read_text().splitlines()[-1])
+    assert line["question"] == "zebra stripes and biting flies" and line["helpful"] is False
+    toast = page.locator(".toast-body").first
+    toast.wait_for(timeout=5_000)
+    box, card = toast.bounding_box(), page.locator("#sources .src-card").first.bounding_box()
+    assert box["x"] + box["width"] <= card["x"] or box["y"] >= card["y"] + card["height"]  # not over the cards
+    with page.expect_download() as download:
+        page.click("#export-md")
+    markdown = open(download.value.path(), encoding="utf-8").read()
+    assert "## Q1: zebra stripes" in markdown and "Q2" not in markdown and "sparse autoencoders" not in markdown
+
+
+def test_a_refusal_lists_the_nearest_papers_as_links_to_their_cards(page):
+    ask(page, "What is the best recipe for sourdough bread?")
+    answer = page.locator("#chat [data-testid=bot]").last
+    assert "does not appear to cover" in answer.inner_text() and "Nearest papers:" in answer.inner_text()
+    assert answer.locator('a[href="#src-0-1"]').count() >= 1
+    assert answer.locator('a[href^="https://openreview.net/forum?id="]').count() >= 1
+
+
+def test_cards_show_tex_and_emphasis_as_text_all_authors_and_highlight_only_content_words(page):
+    ask(page, "Which papers use the BRAID guidance for wombat pose estimation?")
+    card = page.locator("#src-0-1")
+    text = card.inner_text()
+    assert "Training-Free Guidance with BRAID for ℓ_p Robustness" in text
+    assert "**" not in text and "$" not in text and "texttt" not in text
+    assert "Authors (order not known): Author Number1" in text and "(+2)" in text
+    assert "Author Number10" not in card.locator(".src-meta").inner_text().split("(+2)")[0]
+    card.locator(".src-authors summary").click()
+    assert "Author Number10" in card.inner_text()
+    marked = [m.lower() for m in card.locator(".src-snippet mark").all_inner_texts()]
+    assert marked and "wombat" in marked and not {"which", "the", "use", "papers"} & set(marked)
+
+
+def test_a_newcomers_path_through_the_page(browser, tmp_path):
+    """What `make run` gives a newcomer, as one path: the seeds ingested by the CLI, `rag serve` started as a
+    process, then ask, filter, follow up, export, start over. The README's screenshots come from here
+    (UPDATE_SCREENSHOTS=1 writes them to docs/)."""
+    import subprocess
+
+    from conftest import rag_cmd, wait_for_page
+
+    data, port = tmp_path / "index", free_port()
+    subprocess.run(rag_cmd("ingest", "--if-empty", "-q", str(SEEDS), data_dir=data), cwd=ROOT, check=True,
+                   capture_output=True, timeout=600)
+    server = subprocess.Popen(rag_cmd("serve", data_dir=data, port=port), cwd=ROOT, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
+    try:
+        wait_for_page(f"http://127.0.0.1:{port}/", server)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page.goto(f"http://127.0.0.1:{port}/")
+        page.wait_for_selector("#question textarea")
+        assert "Extractive — no LLM configured" in page.inner_text("#header")
+        assert page.get_by_text("Is there work on making sparse autoencoders").count()  # the examples show
+        ask(page, SAE)
+        card = page.locator("#src-0-1")
+        assert "Efficient Dictionary Learning with Switch Sparse Autoencoders" in card.inner_text()
+        assert card.locator('a[href^="https://openreview.net/forum?id="]').count() == 1
+        assert "[1]" in last_answer(page)
+        if os.environ.get("UPDATE_SCREENSHOTS"):
+            page.screenshot(path=str(ROOT / "docs" / "screenshot.png"))
+        ask(page, "What compute savings did they report?", answers_before=1)  # a follow-up
+        assert "Switch Sparse Autoencoders" in page.inner_text("#src-1-1")
+        page.get_by_label("Accept (Oral)").check()
+        ask(page, "Which papers use diffusion models?", answers_before=2)
+        badges = page.locator("#sources h3 ~ .src-card .badge").all_inner_texts()
+        assert badges and set(badges) == {"Oral"}, badges
+        with page.expect_download() as download:
+            page.click("#export-md")
+        markdown = open(download.value.path(), encoding="utf-8").read()
+        assert "## Q3: Which papers use diffusion models?" in markdown and "openreview.net" in markdown
+        page.click("#clear")
+        page.wait_for_function("document.querySelectorAll('#chat [data-testid=bot]').length == 0")
+        assert "Sources of the latest answer appear here" in page.inner_text("#sources")
+        page.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -2,9 +2,9 @@
 
 - **Content-Security-Policy on every response.** Only the app's own scripts run: the inline `<script>` tags of
   Gradio's page template get a fresh nonce per page, and nothing else inline (markup smuggled in through a paper
-  or a model's answer, an `onerror=` attribute) may run. Images only from this server or `data:` URLs, and fetches only to this server,
-  so a planted `![x](http://elsewhere/?q=...)` can neither load nor leak the question. Gradio's page needs inline
-  styles (`style-src 'unsafe-inline'`); styles cannot run code.
+  or a model's answer, an `onerror=` attribute) may run. Images only from this server or `data:` URLs, and
+  fetches only to this server, so a planted `![x](http://elsewhere/?q=...)` can neither load nor leak the
+  question. Gradio's page needs inline styles (`style-src 'unsafe-inline'`); styles cannot run code.
 - **Request body cap.** A body larger than `max_body` bytes (by Content-Length, or counted as it streams in) is
   refused with 413 before the app reads it, so a 100 MB "question" costs nothing. File uploads have their own cap
   (Gradio's `max_file_size`), so the upload route is exempt here.

@@ -194,10 +194,11 @@ def _broken_tree(base):
     (d / "types.jsonl").write_text("\n".join([
         json.dumps(GOOD[3]), json.dumps({"id": "t1", "abstract": 42}), json.dumps({"id": "t2", "title": "no abstract"}),
         json.dumps({"id": ["t3"], "abstract": GOOD[0]["abstract"] + " Other."}), json.dumps([1, 2, 3]),
-        json.dumps({"id": "t4", "abstract": "An abstract long enough but with a bad author list.", "authors": {"a": 1}}),
+        json.dumps({"id": "t4", "abstract": "An abstract long enough but with a bad author list.",
+                    "authors": {"a": 1}}),
     ]) + "\n")
-    (d / "dups.jsonl").write_text(json.dumps(GOOD[4]) + "\n" + json.dumps({**GOOD[4], "abstract": "Different text "
-                                                                            "under the same id, which is a conflict."}) + "\n")
+    conflict = {**GOOD[4], "abstract": "Different text under the same id, which is a conflict."}
+    (d / "dups.jsonl").write_text(json.dumps(GOOD[4]) + "\n" + json.dumps(conflict) + "\n")
     (d / "quotes.csv").write_text(
         'id,title,abstract\n'
         f'{GOOD[5]["id"]},{GOOD[5]["title"]},"{GOOD[5]["abstract"]}"\n'

@@ -1,0 +1,55 @@
+"""Serving and indexing at once: the embedded store is owned by the `rag serve` process (other processes are
+refused with a message naming the fix), and a background ingest makes papers searchable as it goes and resumes
+after a restart without embedding anything twice."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+from conftest import DATA, ROOT, SEEDS, rag_cmd
+
+from rag import lock
+from rag.config import Settings
+from rag.engine import Engine
+
+
+def test_other_processes_are_refused_while_rag_serve_owns_the_store(tmp_path):
+    settings = Settings(data_dir=tmp_path / "index")
+    held = lock.hold(settings)  # what `rag serve` does for its whole life
+    try:
+        for args in (("ingest", str(DATA / "papers_small.jsonl")), ("ask", "protein structure generation"),
+                     ("serve", "--no-bundled")):
+            started = time.monotonic()
+            run = subprocess.run(rag_cmd(*args, data_dir=settings.data_dir), cwd=ROOT, capture_output=True,
+                                 text=True, timeout=120)
+            assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+            assert "a running `rag serve`" in run.stderr and "Add papers" in run.stderr, run.stderr
+            assert "RAG_CHROMA_URL" in run.stderr and time.monotonic() - started < 30
+        assert sorted(p.name for p in settings.data_dir.iterdir()) == ["serve.lock"]  # nothing else created
+    finally:
+        held.close()
+    run = subprocess.run(rag_cmd("ingest", "-q", str(DATA / "papers_small.jsonl"), data_dir=settings.data_dir),
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "added 8" in run.stdout, run.stderr  # the lock goes with its process
+
+
+def test_a_background_ingest_is_searchable_as_it_goes_and_resumes_after_a_restart(tmp_path):
+    settings = Settings(data_dir=tmp_path / "index")
+    engine = Engine(settings, serving=True)
+    engine.ingest([DATA / "papers_small.jsonl"])
+    thread = engine.index_in_background([SEEDS], refresh_every=0.0)
+    seen_notice = False
+    while thread.is_alive():
+        answer = engine.ask("protein structure generation")
+        seen_notice |= any("indexed so far" in n for n in answer.notices)
+        time.sleep(0.2)
+    assert engine.indexing.summary.startswith("added 38") and not engine.indexing.failed
+    assert engine.indexing.total == 46 and engine.index.count() == 46
+    assert seen_notice  # answers given meanwhile said they searched part of the collection
+    assert not any("indexed so far" in n for n in engine.ask("protein structure generation").notices)
+
+    restarted = Engine(settings, serving=True)  # a restart: nothing is embedded again
+    restarted.index_in_background([SEEDS]).join(120)
+    assert restarted.indexing.summary.startswith("added 0, updated 0, unchanged 38")
+    assert "0 chunks embedded" in restarted.indexing.summary
