@@ -53,3 +53,19 @@ def test_a_background_ingest_is_searchable_as_it_goes_and_resumes_after_a_restar
     restarted.index_in_background([SEEDS]).join(120)
     assert restarted.indexing.summary.startswith("added 0, updated 0, unchanged 38")
     assert "0 chunks embedded" in restarted.indexing.summary
+
+
+def test_a_port_in_use_is_reported_before_the_index_loads(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = time.monotonic()
+        run = subprocess.run(rag_cmd("serve", "--no-bundled", data_dir=tmp_path / "index", port=port), cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert f"cannot serve on 127.0.0.1:{port}" in run.stderr and "--port / RAG_PORT" in run.stderr, run.stderr
+    assert "GRADIO_SERVER_PORT" not in run.stderr and time.monotonic() - started < 30
+    assert not (tmp_path / "index").exists()  # it stopped before opening (or creating) the store

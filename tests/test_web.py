@@ -540,3 +540,16 @@ def test_a_newcomers_path_through_the_page(browser, tmp_path):
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_chinese_text_renders_in_a_cjk_font(page):
+    """`make test` installs fonts-noto-cjk, so a Chinese question shows as characters, not boxes."""
+    import subprocess
+
+    assert "Noto" in subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True).stdout
+    ask(page, "有哪些关于扩散模型的论文？")
+    assert "有哪些关于扩散模型的论文？" in page.inner_text("#chat")
+    widths = page.evaluate("""() => {  // a missing glyph is drawn as the same box for every character
+        const c = document.createElement('canvas').getContext('2d'); c.font = '16px sans-serif';
+        return ['扩', '散', '模', '型'].map(ch => c.measureText(ch).width); }""")
+    assert min(widths) > 10
