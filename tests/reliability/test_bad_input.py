@@ -34,18 +34,24 @@ junk = st.one_of(st.integers(), st.floats(allow_nan=False), st.booleans(), st.li
                  st.dictionaries(st.text(max_size=5), st.integers(), max_size=2))
 
 
-@st.composite
-def jsonl_line(draw, index: int):
-    """(kind, bytes of one line); kind "good" records carry id g<index>."""
-    kind = draw(st.sampled_from(["good", "good", "good", "no_abstract", "abstract_type", "id_type", "short",
-                                 "not_object", "broken_json", "bad_utf8", "bad_url"]))
+def _record(draw, index: int, kind: str) -> dict:
+    """A generated record with id g<index>, spoilt as `kind` says when that is about its abstract."""
     record = {"id": f"g{index}", "title": draw(st.text(max_size=40)), "abstract": draw(good_abstract),
               "authors": draw(st.one_of(st.lists(st.text(max_size=20), max_size=4), st.text(max_size=40)))}
     if kind == "no_abstract":
         del record["abstract"]
     elif kind == "abstract_type":
         record["abstract"] = draw(junk)
-    elif kind == "id_type":
+    return record
+
+
+@st.composite
+def jsonl_line(draw, index: int):
+    """(kind, bytes of one line); kind "good" records carry id g<index>."""
+    kind = draw(st.sampled_from(["good", "good", "good", "no_abstract", "abstract_type", "id_type", "short",
+                                 "not_object", "broken_json", "bad_utf8", "bad_url"]))
+    record = _record(draw, index, kind)
+    if kind == "id_type":
         record["id"] = draw(st.one_of(st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3),
                                                                                           st.integers(), max_size=2),
                                       st.floats(allow_nan=False)))
@@ -110,12 +116,7 @@ def array_element(draw, index: int):
     whose end is missing, and a value nested deeper than the JSON decoder recurses."""
     kind = draw(st.sampled_from(["good", "good", "good", "no_abstract", "abstract_type", "not_object",
                                  "unclosed_string", "bare_word", "cut_short", "nested"]))
-    record = {"id": f"g{index}", "title": draw(st.text(max_size=40)), "abstract": draw(good_abstract),
-              "authors": draw(st.one_of(st.lists(st.text(max_size=20), max_size=4), st.text(max_size=40)))}
-    if kind == "no_abstract":
-        del record["abstract"]
-    elif kind == "abstract_type":
-        record["abstract"] = draw(junk)
+    record = _record(draw, index, kind)
     value = draw(junk) if kind == "not_object" else record
     text = "\n".join("  " + line for line in json.dumps(value, indent=2, ensure_ascii=draw(st.booleans())).split("\n"))
     id_field = f'"id": "g{index}"'  # its first occurrence is the key itself: quotes inside strings are escaped
