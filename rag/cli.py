@@ -150,8 +150,9 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
     Formats: seed text (.txt/.md: a header line, then one abstract per paragraph), JSON lines or a JSON
     array (.jsonl/.json), CSV (.csv). Record fields: abstract (required), id, title, authors, decision,
     venue, url, keywords, year; "has_abstract": false with a title makes a title-only paper. Untitled
-    abstracts of ICLR 2025 papers get their titles, authors and links from the bundled list. Re-ingesting is cheap: unchanged papers are not embedded again, changed ones
-    are replaced, and papers removed from a re-ingested file leave the index.
+    abstracts of ICLR 2025 papers get their titles, authors and links from the bundled list. Re-ingesting is
+    cheap: unchanged papers are not embedded again, changed ones are replaced, and papers removed from a
+    re-ingested file leave the index (once no other ingested file holds them).
 
     \b
     Bad records are skipped and reported as file:line: reason. Exit code: 0 all records ingested,
