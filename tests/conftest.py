@@ -108,20 +108,36 @@ def store(request, tmp_path):
 @pytest.fixture(scope="session", params=["embedded", SERVER])
 def seed_ingest(request, tmp_path_factory):
     """(engine, stats of the first ingest) over a fresh store of seeds/, embedded and on a Chroma server."""
+    return _seed_index(request.param, request, tmp_path_factory)
+
+
+_SEED_INDEXES: dict[str, tuple] = {}
+
+
+def _seed_index(kind: str, request, tmp_path_factory) -> tuple:
+    """The seeds ingested once per session into a store of this kind (shared by the fixtures that need one)."""
     from rag.config import Settings
     from rag.engine import Engine
 
-    extra = {}
-    if request.param == "server":
-        extra = {"chroma_url": request.getfixturevalue("chroma_server"), "collection": "seeds"}
-    engine = Engine(Settings.load(data_dir=tmp_path_factory.mktemp("seed-index"), **extra))
-    stats = engine.ingest([SEEDS])
-    return engine, stats
+    if kind not in _SEED_INDEXES:
+        extra = {}
+        if kind == "server":
+            extra = {"chroma_url": request.getfixturevalue("chroma_server"), "collection": "seeds"}
+        engine = Engine(Settings.load(data_dir=tmp_path_factory.mktemp("seed-index"), **extra))
+        _SEED_INDEXES[kind] = (engine, engine.ingest([SEEDS]))
+    return _SEED_INDEXES[kind]
 
 
 @pytest.fixture(scope="session")
 def seed_engine(seed_ingest):
     return seed_ingest[0]
+
+
+@pytest.fixture(scope="session")
+def embedded_seed_engine(request, tmp_path_factory):
+    """The seeds in the embedded store only: for the many-case tests of behaviour that does not depend on the
+    store (LLM faults, citation styles); the store-dependent paths run on both kinds through `seed_engine`."""
+    return _seed_index("embedded", request, tmp_path_factory)[0]
 
 
 @pytest.fixture(scope="session")

@@ -112,11 +112,11 @@ def test_a_follow_up_is_rewritten_by_the_model_and_finds_the_earlier_paper(seed_
 
 
 @pytest.mark.parametrize("mode", ["refused", "timeout", "stall", "500", "429", "cut", "malformed", "empty", "401"])
-def test_every_endpoint_fault_falls_back_to_an_extractive_answer_in_time(seed_engine, server, mode, caplog):
+def test_every_endpoint_fault_falls_back_to_an_extractive_answer_in_time(embedded_seed_engine, server, mode, caplog):
     caplog.set_level(logging.DEBUG)
     base_url = f"http://127.0.0.1:{free_port()}/v1" if mode == "refused" else server.base_url
     server.mode, server.delay = mode, TIMEOUT + 3
-    events, answer = run(llm_engine(seed_engine, base_url), SAE)
+    events, answer = run(llm_engine(embedded_seed_engine, base_url), SAE)
     assert answer.mode == "extractive" and answer.fallback_reason
     assert "\n" not in answer.fallback_reason and answer.notices
     assert answer.citations and answer.citations[0].text == SAE_ABSTRACT
@@ -143,21 +143,22 @@ ODD_ERRORS = [  # (status, body sent as is, the reason expected): a detail is sh
 
 
 @pytest.mark.parametrize("status,body,reason", ODD_ERRORS)
-def test_an_error_body_of_any_shape_falls_back_with_a_one_line_reason(seed_engine, server, status, body, reason):
+def test_an_error_body_of_any_shape_falls_back_with_a_one_line_reason(embedded_seed_engine, server, status, body,
+                                                                       reason):
     server.mode, server.status, server.body = "error_body", status, body
-    events, answer = run(llm_engine(seed_engine, server.base_url), SAE)
+    events, answer = run(llm_engine(embedded_seed_engine, server.base_url), SAE)
     assert answer.mode == "extractive" and answer.fallback_reason == reason
     assert answer.citations and answer.citations[0].text == SAE_ABSTRACT
     assert all(r["body"]["stream"] for r in server.chat_requests())
 
 
 @pytest.mark.parametrize("status,body,reason", ODD_ERRORS)
-def test_an_error_body_of_any_shape_in_the_follow_up_rewrite_falls_back_too(seed_engine, server, status, body,
+def test_an_error_body_of_any_shape_in_the_follow_up_rewrite_falls_back_too(embedded_seed_engine, server, status, body,
                                                                             reason):
     server.mode, server.status, server.body = "error_body", status, body
     history = [{"role": "user", "content": "Which paper introduces a billion-scale time series foundation model?"},
                {"role": "assistant", "content": "Time-MoE [1]."}]
-    answer = llm_engine(seed_engine, server.base_url).ask("What dataset did they use?", history=history)
+    answer = llm_engine(embedded_seed_engine, server.base_url).ask("What dataset did they use?", history=history)
     assert answer.mode == "extractive" and answer.fallback_reason == reason and answer.notices
     assert server.chat_requests() and not any(r["body"].get("stream") for r in server.chat_requests())
 
@@ -270,9 +271,9 @@ CITATION_STYLES = sorted(STYLES.keys() - {"app"}) + ["paragraph", "sources_line"
 # splitting is tested in test_citations.py).
 @pytest.mark.parametrize("style,chunks", [(style, chunks) for style in CITATION_STYLES for chunks in ("words", "whole")]
                          + [(style, "chars") for style in ("after_stop", "footnote", "sources_line")])
-def test_every_citation_style_is_accepted_and_shown_in_the_apps_form(seed_engine, server, style, chunks):
+def test_every_citation_style_is_accepted_and_shown_in_the_apps_form(embedded_seed_engine, server, style, chunks):
     server.style, server.chunks, server.chunk_delay = style, chunks, 0.0
-    events, answer = run(llm_engine(seed_engine, server.base_url), SAE)
+    events, answer = run(llm_engine(embedded_seed_engine, server.base_url), SAE)
     prompt = server.last_messages()[1]["content"]
     # What the model would have written in the app's own form, with the same numbers ("paragraph" is that form
     # already; a trailing "Sources:" line becomes its paragraph's closing citation).

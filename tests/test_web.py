@@ -87,9 +87,9 @@ def hostile_markdown(trap_url: str) -> dict:
     return {"id": "evil-md", "title": "Quokka telemetry [click me](" + trap_url + "/phish-title)",
             "decision": "Accept (Poster)", "url": "https://openreview.net/forum?id=evil-md",
             "abstract": "We survey quokka telemetry collars on Rottnest Island. "
-                        f"Quokka telemetry survey data is at [the dataset]({trap_url}/phish) and "
-                        f"![z]({trap_url}/exfil.png?c=quokka) and {trap_url}/autolink for all. "
-                        "Collars last two seasons."}
+                        "Quokka telemetry survey data ($\\$\\$\\Huge\\kern-9em WALRUS SPOOF\\$\\$$) is at "
+                        f"[the dataset]({trap_url}/phish) and ![z]({trap_url}/exfil.png?c=quokka) and "
+                        f"{trap_url}/autolink for all. Collars last two seasons."}
 
 
 @pytest.fixture(scope="module")
@@ -290,6 +290,13 @@ def test_login_is_required_when_rag_auth_is_set(tmp_path):
         with pytest.raises(urllib.error.HTTPError) as throttled:  # ... and even the right password waits
             urllib.request.urlopen(login, timeout=10)
         assert throttled.value.code == 429 and int(throttled.value.headers["Retry-After"]) > 0
+        assert "img-src 'self'" in throttled.value.headers["Content-Security-Policy"]
+        spoofed = urllib.request.Request(base + "/login", data=b"username=reader&password=s3cret",
+                                         headers={"Content-Type": "application/x-www-form-urlencoded",
+                                                  "X-Forwarded-For": "10.9.8.7"})
+        with pytest.raises(urllib.error.HTTPError) as still:  # a made-up address is no way around it
+            urllib.request.urlopen(spoofed, timeout=10)
+        assert still.value.code == 429
     finally:
         demo.close()
 
@@ -334,6 +341,7 @@ def test_planted_links_and_images_stay_text_in_both_answer_modes(page, llm, trap
     hrefs = page.locator("#chat a, #sources a").evaluate_all("els => els.map(e => e.href)")
     assert hrefs and not [h for h in hrefs if trap.url in h], hrefs
     assert page.locator("#chat img, #sources img").count() == 0
+    assert "SPOOF" in page.inner_text("#chat") and page.locator("#chat .katex").count() == 0  # $$...$$ not typeset
     time.sleep(1)
     assert trap.requests == []
 

@@ -88,10 +88,11 @@ def indexing_line(engine: Engine) -> str:
     return ""
 
 
-def _sweep(root: Path, max_age: float) -> None:
-    """Remove the folders under `root` not written for `max_age` seconds (other sessions' old exports)."""
+def _sweep(root: Path, max_age: float, only: Path | None = None) -> None:
+    """Remove the folders under `root` (or just `only`) not written for `max_age` seconds: other sessions' old
+    exports, or the export folders of earlier server processes."""
     now = time.time()
-    for folder in root.iterdir():
+    for folder in [only] if only else root.iterdir():
         try:
             if now - folder.stat().st_mtime > max_age:
                 shutil.rmtree(folder, ignore_errors=True)
@@ -103,6 +104,8 @@ def build(engine: Engine) -> gr.Blocks:
     settings = engine.settings
     feedback_path = Path(settings.data_dir) / "feedback.jsonl"
     feedback_lock = threading.Lock()
+    for old in Path(tempfile.gettempdir()).glob("rag-export-*"):  # export folders of servers long gone
+        _sweep(old.parent, EXPORT_MAX_AGE, only=old)
     export_root = Path(tempfile.mkdtemp(prefix="rag-export-")).resolve()
     mode = (f"Answers written by **{inert(settings.llm_model)}** from the retrieved abstracts"
             if settings.llm_enabled else "**Extractive — no LLM configured**: answers quote the retrieved abstracts")
@@ -210,7 +213,10 @@ def build(engine: Engine) -> gr.Blocks:
         progress = gr.Markdown(indexing_line(engine), elem_id="indexing")
         with gr.Row():
             with gr.Column(scale=3):
+                # latex_delimiters=[]: TeX from papers is shown as plain text (`ui.render.plain`), never typeset
+                # by KaTeX from a paper's own `$$...$$` (which could draw over the page).
                 chatbot = gr.Chatbot(label="Conversation", height=560, elem_id="chat", sanitize_html=True,
+                                     latex_delimiters=[],
                                      feedback_options=("Like", "Dislike"), buttons=["copy"])
                 with gr.Row():
                     box = gr.Textbox(placeholder="Ask about the papers…", show_label=False, scale=6,

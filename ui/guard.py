@@ -8,9 +8,11 @@
 - **Request body cap.** A body larger than `max_body` bytes (by Content-Length, or counted as it streams in) is
   refused with 413 before the app reads it, so a 100 MB "question" costs nothing. File uploads have their own cap
   (Gradio's `max_file_size`), so the upload route is exempt here.
-- **Login throttling.** After `max_failures` failed logins from one client address within `window` seconds,
-  `/login` answers 429 with Retry-After until the window has passed, so passwords cannot be tried hundreds per
-  second.
+- **Login throttling.** After `max_failures` failed logins for one user name within `window` seconds, `/login`
+  answers 429 with Retry-After for that name until the window has passed, so passwords cannot be tried hundreds
+  per second. Counted per user name, not per address: the server trusts `X-Forwarded-For` from loopback (uvicorn's
+  default), so an address can be made up, a user name under attack cannot. The price: an attacker can keep that
+  one name locked for a minute at a time (the README says so).
 
 Written by hand because Gradio has no setting for any of the three; it is a pure ASGI middleware (not
 Starlette's BaseHTTPMiddleware) so that Gradio's streamed (SSE) responses pass through untouched.
@@ -71,8 +73,9 @@ class Guard:
                 return
             receive = self._capped(receive)
         login = scope.get("method") == "POST" and path.rstrip("/").endswith("/login")
-        client = (scope.get("client") or ("?", 0))[0]
+        client = ""
         if login:
+            client, receive = await _login_name(receive)
             wait = self._locked_for(client)
             if wait > 0:
                 await _plain(send, 429, f"Too many failed logins; try again in {wait:.0f} s.",
@@ -138,10 +141,41 @@ class Guard:
             self._failures[client].append(time.monotonic())
 
 
+async def _login_name(receive: Callable[[], Awaitable[Message]]) -> tuple[str, Callable[[], Awaitable[Message]]]:
+    """The user name of a login form (read from the body, which is then handed on unchanged to the app)."""
+    from urllib.parse import parse_qs
+
+    chunks, more = [], True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    body = b"".join(chunks)
+    try:
+        name = parse_qs(body.decode("utf-8", "replace")).get("username", [""])[0].strip().casefold()
+    except ValueError:
+        name = ""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return name, replay
+
+
 async def _plain(send: Callable[[Message], Awaitable[None]], status: int, text: str,
                  extra: list[tuple[bytes, bytes]] | None = None) -> None:
     body = text.encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode()), *(extra or [])]})
+                            (b"content-length", str(len(body)).encode()),
+                            (b"content-security-policy", policy(None).encode()),
+                            (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer"),
+                            *(extra or [])]})
     await send({"type": "http.response.body", "body": body})

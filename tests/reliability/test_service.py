@@ -129,6 +129,7 @@ def test_a_request_body_over_the_cap_is_refused_before_it_is_read(service):
     connection.endheaders()
     response = connection.getresponse()
     assert response.status == 413 and b"too large" in response.read()
+    assert "img-src 'self'" in response.headers["Content-Security-Policy"]
     connection.close()
     assert MAX_BODY < 100 * 1024 * 1024
     assert api_ask(service[0], [SAE])[0] == 200  # and the app goes on
