@@ -20,7 +20,7 @@ os.environ["RAG_BUNDLED"] = "false"
 ROOT = Path(__file__).resolve().parent.parent
 SEEDS = ROOT / "seeds"
 DATA = Path(__file__).resolve().parent / "data"
-CORPUS = ROOT.parent / "shared" / "corpus" / "iclr2025.jsonl"
+CORPUS = ROOT / "rag" / "data" / "iclr2025.jsonl"  # the bundled list (a copy of ../shared/corpus)
 sys.path.insert(0, str(ROOT))
 
 

@@ -174,7 +174,6 @@ def test_empty_and_oversized_inputs(tmp_path):
     assert "abstract too long" in read_paths([huge]).problems[0].reason
 
 
-@pytest.mark.skipif(not CORPUS.exists(), reason="../shared/corpus is only beside a developer's checkout and CI")
 def test_the_2114_paper_corpus_reads_as_is():
     result = read_paths([CORPUS])
     assert result.problems == []
