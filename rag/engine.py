@@ -139,8 +139,6 @@ class Indexing:
     """Progress of an ingest running in the background (`Engine.index_in_background`), for the page to show."""
 
     running: bool = False
-    done: int = 0  # papers embedded so far
-    todo: int = 0  # papers to embed in all
     total: int = 0  # papers the index will hold when done
     summary: str = ""  # the finished ingest's summary line, or why it failed
     failed: bool = False
@@ -237,7 +235,6 @@ class Engine:
         def progress(done: int, todo: int) -> None:
             if done == 0:
                 state.total = self.index.count() + todo  # papers stored, plus those to come
-            state.done, state.todo = done, todo
 
         def run() -> None:
             try:
