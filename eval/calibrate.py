@@ -21,6 +21,7 @@ sys.path.insert(0, str(ROOT))
 from rag.evaluation import load_questions  # noqa: E402
 from rag.config import Settings  # noqa: E402
 from rag.engine import Engine, standalone_question  # noqa: E402
+from rag.retrieve import RetrievalParams  # noqa: E402
 
 
 def main() -> int:
@@ -34,7 +35,8 @@ def main() -> int:
     points = []  # (is_none, confidence, named)
     for q in load_questions([args.questions]):
         history = [{"role": "user", "content": q["turns"][0]}] if q["kind"] == "followup" else None
-        retrieval = engine.retriever.retrieve(standalone_question(q["question"], history), engine.settings.k)
+        retrieval = engine.retriever.retrieve(standalone_question(q["question"], history),
+                                              RetrievalParams.from_settings(engine.settings))
         points.append((q["kind"] == "none", retrieval.confidence, retrieval.named_match))
         print(f"{q['kind']:<8} {retrieval.confidence:.3f} {retrieval.named_match or '-':<10} {q['question'][:70]}")
     none = [p for p in points if p[0]]

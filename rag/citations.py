@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from rag.sentences import split_sentences
+from rag.text import split_sentences
 
 MAX_RANGE = 20  # "[1-3]" is 1, 2, 3; a wider "range" is two numbers
 

@@ -17,7 +17,8 @@ from typing import Any, Callable
 import click
 
 import rag
-from rag.config import ENV_VARS, ConfigError, Settings
+from rag.config import ENV_VARS, Settings
+from rag.errors import RagError, one_line
 
 EXIT_OK, EXIT_PARTIAL, EXIT_NOTHING = 0, 1, 2
 
@@ -97,15 +98,10 @@ def friendly_errors(func: Callable) -> Callable:
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        from rag.embeddings import EmbeddingError
-        from rag.engine import QuestionError
-        from rag.index import StoreError
-        from rag.lock import StoreBusyError
-
         try:
             return func(*args, **kwargs)
-        except (ConfigError, EmbeddingError, StoreError, QuestionError, StoreBusyError) as exc:
-            raise click.ClickException(str(exc)) from None
+        except RagError as exc:
+            raise click.ClickException(one_line(exc)) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:
@@ -257,8 +253,6 @@ def stream_to_terminal(engine, question: str, history, decision: str | None = No
 
 
 def _ask_batch(engine, lines, decision: str | None, author: str | None) -> int:
-    from rag.engine import QuestionError
-
     failed = 0
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -269,7 +263,7 @@ def _ask_batch(engine, lines, decision: str | None, author: str | None) -> int:
                 raise ValueError('expected {"question": "...", "history": [...]}')
             turns = _check_history(item.get("history"))
             out = engine.ask(item["question"], history=turns, decision=decision, author=author).to_dict()
-        except (ValueError, QuestionError) as exc:
+        except (ValueError, RagError) as exc:
             failed += 1
             out = {"error": f"line {number}: {exc}", "line": number}
         click.echo(json.dumps(out, ensure_ascii=False))
@@ -323,7 +317,6 @@ def chat(k: int | None, decision: str | None, **settings: Any) -> None:
 
     The conversation lives in this session only. Type /reset to start over, /quit (or Ctrl-D) to leave.
     """
-    from rag.engine import QuestionError
 
     engine = _existing_engine(k=k, **settings)
     if engine.is_empty():
@@ -347,8 +340,8 @@ def chat(k: int | None, decision: str | None, **settings: Any) -> None:
             continue
         try:
             answer = stream_to_terminal(engine, question, history, decision)
-        except QuestionError as exc:
-            click.echo(str(exc), err=True)
+        except RagError as exc:  # a bad question, or the store or endpoint failing: say so, keep chatting
+            click.echo(one_line(exc), err=True)
             continue
         history += [{"role": "user", "content": question}, {"role": "assistant", "content": answer.answer}]
 
@@ -382,7 +375,7 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
       rag eval eval/questions/seeds_dev.jsonl --corpus seeds/
       rag eval eval/questions/corpus_heldout.jsonl --corpus ../shared/corpus/iclr2025.jsonl
     """
-    from rag.evaluation import QuestionSetError, load_questions, run
+    from rag.evaluation import load_questions, run
 
     if corpus is not None and settings.get("data_dir") is None and ENV_VARS["data_dir"] not in os.environ:
         settings["data_dir"] = Path(".rag-eval") / corpus.stem
@@ -392,12 +385,9 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
         click.echo(f"haystack {corpus}: {engine.index.count()} papers ({stats.summary()})", err=True)
     if engine.is_empty():
         raise click.ClickException(f"the index in {engine.settings.data_dir} is empty; pass --corpus PATH")
-    try:
-        items = load_questions(list(questions), [k for k in kinds.split(",") if k] or None)
-        report = run(engine, items, [c.strip() for c in configs.split(",") if c.strip()],
-                     name or f"{questions[0].stem}-{corpus.stem if corpus else 'index'}")
-    except QuestionSetError as exc:
-        raise click.ClickException(str(exc)) from None
+    items = load_questions(list(questions), [k for k in kinds.split(",") if k] or None)
+    report = run(engine, items, [c.strip() for c in configs.split(",") if c.strip()],
+                 name or f"{questions[0].stem}-{corpus.stem if corpus else 'index'}")
     click.echo(report.table())
     for path in report.write(out):
         click.echo(f"wrote {path}", err=True)

@@ -13,8 +13,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from rag.errors import RagError
 
-class ConfigError(ValueError):
+
+class ConfigError(RagError, ValueError):
     """A setting has a value the app cannot use; the message names the variable or flag to fix."""
 
 

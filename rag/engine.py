@@ -21,16 +21,16 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from rag import lock, prompts
-from rag.answer import (NO_ANSWER, Answer, Delta, Restart, abstention_text, extractive, should_abstain,
-                        sources_from)
+from rag.answer import Answer, Delta, Restart, Source, sources_from
 from rag.catalog import enrich
-from rag.citations import StreamFilter
+from rag.compose import compose
 from rag.config import Settings
 from rag.embeddings import Embedder, make_embedder
 from rag.index import IngestStats, PaperIndex, open_client
-from rag.llm import ChatClient, Completion, LLMError
+from rag.llm import ChatClient, LLMError
 from rag.ingest import read_paths
-from rag.retrieve import HybridRetriever
+from rag.retrieve import HybridRetriever, RetrievalParams
+from rag.errors import RagError
 
 MAX_QUESTION_CHARS = 2_000
 MAX_K = 50
@@ -44,7 +44,7 @@ _ANAPHORA = re.compile(r"\b(they|them|their|theirs|it|its|this|that|these|those|
                        r"the method|the approach|the authors|same|above|previous|former|latter)\b", re.I)
 
 
-class QuestionError(ValueError):
+class QuestionError(RagError, ValueError):
     """The question cannot be asked as given (empty, ...); the message is for the user."""
 
 
@@ -192,7 +192,7 @@ class Engine:
         index = self.index
         with self._lock:
             if self._retriever is None:
-                self._retriever = HybridRetriever(index, self.settings.candidates)
+                self._retriever = HybridRetriever(index)
             return self._retriever
 
     def ingest(self, paths: list[str | Path], progress: Callable[[int, int], None] | None = None,
@@ -280,93 +280,28 @@ class Engine:
             raise QuestionError("the question must be text.")
         question, notices = clean_question(question)
         k, author, history = check_k(k), check_author(author), check_history(history)
-        llm = self.llm
-        retriever = self.retriever
+        llm, retriever = self.llm, self.retriever
         decisions = check_decisions(decision, set(retriever.state.decisions.tolist()) - {""})
         query, fallback = self._standalone(question, history, llm)
         loaded = time.perf_counter()
-        retrieval = retriever.retrieve(query, k or self.settings.k, decisions or None,
-                                       author, self.settings.retrieval, self.settings.rrf_k,
-                                       self.settings.bm25_weight)
+        retrieval = retriever.retrieve(query, RetrievalParams.from_settings(
+            self.settings, k=k or self.settings.k, decisions=tuple(decisions), author=author))
         retrieved = time.perf_counter()
-        sources = sources_from(retrieval)
-        by_n = {s.n: s for s in sources}
         if self.indexing.running and self.indexing.total:
             notices.append(f"Searched the {len(retriever.state.papers):,} papers indexed so far; indexing of "
                            f"{self.indexing.total:,} is still under way.")
         answer = Answer(question=question, answer="", mode="extractive", abstained=True, citations=[],
-                        sources=sources, confidence=round(retrieval.confidence, 4),
+                        sources=sources_from(retrieval), confidence=round(retrieval.confidence, 4),
                         retrieval_query=query if query != question else "", notices=notices,
-                        fallback_reason=fallback)
-        timings = {"load_ms": _ms(started, loaded), "retrieve_ms": _ms(loaded, retrieved)}
-
-        if should_abstain(retrieval, self.settings):
-            answer.answer = abstention_text(sources)
-            yield Delta(answer.answer)
-        elif llm is not None and not fallback:
-            completion = Completion()
-            stream = StreamFilter(set(by_n))
-            streamed = False
-            try:
-                messages = [{"role": "system", "content": self.templates["system"]},
-                            {"role": "user", "content": prompts.fill(
-                                self.templates["answer"], sources=prompts.render_sources(sources),
-                                question=question, language=prompts.answer_language(question))}]
-                for delta in llm.stream(messages, completion):
-                    text = stream.feed(delta)
-                    if text:
-                        streamed = True
-                        yield Delta(text)
-                tail, cleaned = stream.finish()
-                if tail:
-                    yield Delta(tail)
-                if not cleaned.text.strip():
-                    raise LLMError("the LLM endpoint returned an empty answer")
-                if not cleaned.cited and not NO_ANSWER.search(cleaned.text):
-                    # Every claim must carry a citation; an answer citing nothing (a model that ignored the
-                    # prompt, or obeyed instructions hidden in an abstract) is not shown as an answer.
-                    raise LLMError("the LLM's answer cited none of the sources")
-                # The support check compares English embeddings (English abstracts, an English MiniLM): a
-                # sentence in Chinese, Japanese or Korean scores low whatever it says. Such an answer is neither
-                # checked nor discarded for it, and says so in its notices.
-                unchecked_language = prompts.language_of(cleaned.text)
-                unsupported, checked = ([], 0) if unchecked_language else retriever.unsupported(
-                    cleaned.text, {n: s.paper_id for n, s in by_n.items()}, self.settings.support_threshold)
-                if checked and len(unsupported) == checked:
-                    # Citations on text that none of the cited abstracts supports (e.g. an injected instruction
-                    # obeyed and given a [1]): not an answer from the sources.
-                    raise LLMError("no sentence of the LLM's answer is supported by the sources it cites")
-            except LLMError as exc:
-                answer.fallback_reason = str(exc)
-                if streamed:
-                    yield Restart(answer.fallback_reason)
-            else:
-                answer.mode, answer.model, answer.answer = "llm", llm.model, cleaned.text.strip()
-                answer.fabricated = cleaned.fabricated
-                answer.citations = [by_n[n] for n in cleaned.cited]
-                answer.abstained = not cleaned.cited
-                answer.unsupported = unsupported
-                if unchecked_language:
-                    answer.notices.append(f"The answer is in {unchecked_language}: its sentences were not checked "
-                                          "against the abstracts they cite (the check compares English text).")
-                answer.usage = {"prompt_tokens": completion.usage.prompt_tokens,
-                                "completion_tokens": completion.usage.completion_tokens}
-                if completion.first_token_at is not None:
-                    timings["ttft_ms"] = _ms(started, completion.first_token_at)
-        if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
-            if answer.fallback_reason:
-                answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
-                                      "showing sentences quoted from the abstracts instead.")
-            text, cited = extractive(retrieval, self.settings)
-            answer.abstained = not cited
-            answer.answer = text if cited else abstention_text(sources)
-            answer.citations = [by_n[n] for n in cited]
-            yield Delta(answer.answer)
+                        fallback_reason=fallback,
+                        timings={"load_ms": _ms(started, loaded), "retrieve_ms": _ms(loaded, retrieved)})
+        yield from compose(answer, retrieval, self.settings, llm, self.templates, self._check_support, started)
         done = time.perf_counter()
-        timings["answer_ms"] = _ms(retrieved, done)
-        timings["total_ms"] = _ms(started, done)
-        answer.timings = timings
+        answer.timings.update(answer_ms=_ms(retrieved, done), total_ms=_ms(started, done))
         yield answer
+
+    def _check_support(self, text: str, sources: list[Source]) -> tuple[list[str], int]:
+        return self.retriever.unsupported(text, {s.n: s.paper_id for s in sources}, self.settings.support_threshold)
 
     def _standalone(self, question: str, history: list[dict[str, Any]] | None,
                     llm: ChatClient | None) -> tuple[str, str]:

@@ -38,15 +38,16 @@ import numpy as np
 
 from rag.config import ConfigError, Settings
 from rag.embeddings import Embedder, EmbeddingError
-from rag.ingest import Paper, first_sentence
-from rag.sentences import sentence_spans
+from rag.ingest import Paper
+from rag.text import sentence_spans
+from rag.errors import RagError
 
 SENTENCE_FORMAT = "s1"  # version of the stored sentences; part of the `chunking` marker
 INGEST_BATCH = 64  # papers embedded and committed together
 _IN_LIMIT = 500  # ids per Chroma `$in` filter
 
 
-class StoreError(RuntimeError):
+class StoreError(RagError, RuntimeError):
     """The store cannot be opened or used; the message says what to do."""
 
 
@@ -460,7 +461,7 @@ def _paper_meta(paper: Paper, n_chunks: int, chunking: str, n_sentences: int) ->
         "decision": paper.decision, "venue": paper.venue, "url": paper.url,
         "keywords": "; ".join(paper.keywords), "year": paper.year if paper.year is not None else -1,
         "source": _source_key(paper.source), "position": paper.position, "hash": paper.content_hash,
-        "chunks": n_chunks, "chunking": chunking, "sentences": n_sentences, "preview": first_sentence(paper.abstract),
+        "chunks": n_chunks, "chunking": chunking, "sentences": n_sentences,
         "has_abstract": paper.has_abstract, "enriched_from": paper.enriched_from,
     }
 

@@ -31,6 +31,7 @@ import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator
+from rag.text import first_sentence
 
 SEED_SUFFIXES = {".txt", ".md"}
 JSON_SUFFIXES = {".jsonl", ".ndjson", ".json"}
@@ -41,7 +42,6 @@ MIN_ABSTRACT_CHARS = 20
 MAX_ABSTRACT_CHARS = 20_000  # real abstracts are < 5k characters; a 10 MB "abstract" is a broken file
 MAX_FIELD_CHARS = 2_000  # title, venue, url, ...
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 _SURROGATE = re.compile("[\ud800-\udfff]")  # undecodable bytes (surrogateescape) or JSON "\\ud800"
 _JSON_MARK = re.compile(r'[][{}",\\\n]')  # what `_next_element` looks at
 _INDENT = re.compile(r"[ \t]*")
@@ -118,11 +118,6 @@ def stable_id(text: str, prefix: str = "abs-") -> str:
     """The id of a paper that has none: a hash of its normalized abstract (case and spacing ignored), or for a
     title-only paper of its title (prefix "title-")."""
     return prefix + hashlib.sha256(normalize_text(text).lower().encode("utf-8")).hexdigest()[:16]
-
-
-def first_sentence(text: str, limit: int = 240) -> str:
-    sentence = _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
-    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
 
 
 def read_paths(paths: list[str | Path]) -> ReadResult:

@@ -23,11 +23,12 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from rag.config import Settings
+from rag.errors import RagError
 
 _MAX_DETAIL = 200  # characters of the server's own error text worth quoting; longer is a page, not a reason
 
 
-class LLMError(RuntimeError):
+class LLMError(RagError, RuntimeError):
     """The endpoint could not give an answer; `str(exc)` is a one-line reason for the user."""
 
 
@@ -43,7 +44,6 @@ class Completion:
 
     usage: Usage = field(default_factory=Usage)
     first_token_at: float | None = None
-    model: str = ""
 
 
 class ChatClient:

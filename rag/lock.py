@@ -16,11 +16,12 @@ import os
 from typing import IO
 
 from rag.config import Settings
+from rag.errors import RagError
 
 NAME = "serve.lock"
 
 
-class StoreBusyError(RuntimeError):
+class StoreBusyError(RagError, RuntimeError):
     """Another process serves this embedded store; the message says what to do instead."""
 
 

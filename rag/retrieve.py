@@ -25,17 +25,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 
 import bm25s
 import numpy as np
-import Stemmer
 
 from rag.citations import cited_sentences, without_citations
 from rag.config import Settings
 from rag.index import PaperIndex, Sentences, StoredPaper
-from rag.sentences import split_sentences
+from rag.text import split_sentences, tokenize
 
-_STEMMER = Stemmer.Stemmer("english")
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
 SNIPPET_PAPERS = 3  # the top papers with abstracts whose sentences answer (the best one is the confidence)
@@ -91,16 +90,59 @@ class ScoredSentence:
     paper_index: int  # index into Retrieval.hits
 
 
-def tokenize(texts: list[str]) -> list[list[str]]:
-    return bm25s.tokenize(texts, stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False)
+@dataclass(frozen=True)
+class RetrievalParams:
+    """Everything one retrieval call depends on besides the question, passed whole (`from_settings`)."""
+
+    k: int = 5  # papers returned
+    mode: str = "hybrid"  # "hybrid", or "dense" / "bm25" alone (the other retriever is not run)
+    candidates: int = 50  # papers each retriever proposes before fusion
+    rrf_k: int = 5  # reciprocal-rank-fusion constant
+    bm25_weight: float = 1.5  # BM25's vote against dense's 1
+    decisions: tuple[str, ...] = ()  # only papers with one of these decisions (none: all)
+    author: str | None = None  # only papers with an author whose name contains this (case-insensitive)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides) -> "RetrievalParams":
+        return cls(**{"k": settings.k, "mode": settings.retrieval, "candidates": settings.candidates,
+                      "rrf_k": settings.rrf_k, "bm25_weight": settings.bm25_weight, **overrides})
+
+
+@dataclass(frozen=True)
+class Query:
+    """The question as the retrievers see it: its vector and its stemmed terms (BM25's tokenizer)."""
+
+    text: str
+    vector: np.ndarray
+    terms: list[str]
+
+
+#: A reranker reorders (or drops) fused hits, best first; it sees the RERANK_DEPTH best of them.
+Reranker = Callable[[Query, list[Hit]], list[Hit]]
+RERANK_DEPTH = 30
+
+
+def fuse(rankings: list[tuple[float, dict[str, float]]], rrf_k: int) -> list[tuple[str, float]]:
+    """Weighted reciprocal rank fusion: (paper id, score scaled to 0..1), best first. Each ranking is (weight,
+    {paper id: its own score} in rank order); 1 means ranked first by every ranking."""
+    fused: dict[str, float] = {}
+    for weight, ranking in rankings:
+        for rank, pid in enumerate(ranking):
+            fused[pid] = fused.get(pid, 0.0) + weight / (rrf_k + rank + 1)
+    best_possible = sum(weight for weight, _ in rankings) / (rrf_k + 1) or 1.0
+    return [(pid, fused[pid] / best_possible) for pid in sorted(fused, key=lambda pid: (-fused[pid], pid))]
 
 
 class HybridRetriever:
-    """Dense + BM25 over a `PaperIndex`. Call `refresh()` after the store changes."""
+    """Dense + BM25 over a `PaperIndex`. Call `refresh()` after the store changes.
 
-    def __init__(self, index: PaperIndex, candidates: int = 50) -> None:
+    `retrieve` runs four steps, each a method, so a new signal or a reranker is one function:
+    candidates (each retriever's ranking) -> fuse (weighted RRF) -> rerank (optional `Reranker`) -> annotate
+    (sentences, snippets, the abstention signal)."""
+
+    def __init__(self, index: PaperIndex, reranker: Reranker | None = None) -> None:
         self.index = index
-        self.candidates = candidates
+        self.reranker = reranker
         self.refresh()
 
     def refresh(self) -> None:
@@ -114,59 +156,67 @@ class HybridRetriever:
         self.state = _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
                              np.array([p.decision for p in papers], dtype=object), bm25, df)
 
-    @property
-    def papers(self) -> list[StoredPaper]:
-        return self.state.papers
-
-    def retrieve(self, question: str, k: int = 5, decisions: list[str] | None = None,
-                 author: str | None = None, mode: str = "hybrid", rrf_k: int | None = None,
-                 bm25_weight: float | None = None) -> Retrieval:
-        """The top-k papers for a question, optionally only papers with one of `decisions` and an author whose
-        name contains `author` (case-insensitive). `mode` "dense" or "bm25" ranks with that retriever alone (the
-        other is not run); `rrf_k` and `bm25_weight` default to the Settings defaults (engines pass their own)."""
-        rrf_k = Settings.model_fields["rrf_k"].default if rrf_k is None else rrf_k
-        bm25_weight = Settings.model_fields["bm25_weight"].default if bm25_weight is None else bm25_weight
-        vector = self.index.embedder.embed([question])[0]
-        terms = tokenize([question])[0]
-        state = self.state
+    def retrieve(self, question: str, params: RetrievalParams = RetrievalParams()) -> Retrieval:
+        """The top `params.k` papers for a question, within the filters of `params`."""
+        query = Query(question, self.index.embedder.embed([question])[0], tokenize([question])[0])
+        state = self.state  # one corpus for the whole call, even if a refresh happens meanwhile
+        retrieval = Retrieval(question, [], query.vector, set(query.terms))
         if not state.papers:
-            return Retrieval(question, [], vector, set(terms))
-        allowed = None  # boolean mask over state.papers, when filtered
-        if decisions:
-            allowed = np.isin(state.decisions, list(decisions))
-        if author and author.strip():
-            needle = author.strip().casefold()
+            return retrieval
+        rankings = self.candidates(query, params, state)
+        hits = [Hit(state.papers[state.position[pid]], score, rankings.get("dense", {}).get(pid),
+                    rankings.get("bm25", {}).get(pid))
+                for pid, score in fuse([(weight, rankings[name]) for name, weight in
+                                        (("dense", 1.0), ("bm25", params.bm25_weight)) if name in rankings],
+                                       params.rrf_k)]
+        if self.reranker is not None:
+            hits = self.reranker(query, hits[:max(params.k, RERANK_DEPTH)])
+        retrieval.hits = hits[:params.k]
+        self.annotate(retrieval, state)
+        return retrieval
+
+    def candidates(self, query: Query, params: RetrievalParams, state: "_Corpus") -> dict[str, dict[str, float]]:
+        """Each retriever's ranking within the filters: {"dense" | "bm25": {paper id: score}, best first}.
+        Dense scores a paper by its best chunk's cosine; BM25 scores title + abstract."""
+        allowed = self._allowed(params, state)  # boolean mask over state.papers, when filtered
+        rankings: dict[str, dict[str, float]] = {}
+        if params.mode != "bm25":
+            paper_ids = None
+            if params.author and allowed is not None:  # few papers: let Chroma search only theirs
+                paper_ids = [state.papers[i].paper_id for i in np.flatnonzero(allowed)][:_MAX_ID_FILTER]
+            dense: dict[str, float] = {}
+            for pid, sim in self.index.query_chunks(query.vector.tolist(), params.candidates,
+                                                    list(params.decisions) or None, paper_ids):
+                if pid in state.position and pid not in dense:
+                    if allowed is None or allowed[state.position[pid]]:
+                        dense[pid] = sim
+            rankings["dense"] = dense
+        if params.mode != "dense":
+            lexical: dict[str, float] = {}
+            if query.terms and state.bm25 is not None:
+                mask = None if allowed is None else allowed.astype(np.float32)
+                scores = state.bm25.get_scores(query.terms, weight_mask=mask)
+                top = np.argsort(-scores, kind="stable")[: params.candidates]
+                lexical = {state.papers[i].paper_id: float(scores[i]) for i in top if scores[i] > 0}
+            rankings["bm25"] = lexical
+        return rankings
+
+    @staticmethod
+    def _allowed(params: RetrievalParams, state: "_Corpus") -> np.ndarray | None:
+        allowed = None
+        if params.decisions:
+            allowed = np.isin(state.decisions, list(params.decisions))
+        if params.author and params.author.strip():
+            needle = params.author.strip().casefold()
             by_author = np.array([any(needle in a.casefold() for a in p.authors) for p in state.papers])
             allowed = by_author if allowed is None else allowed & by_author
-        paper_ids = None
-        if author and allowed is not None:  # few papers: let Chroma search only theirs
-            paper_ids = [state.papers[i].paper_id for i in np.flatnonzero(allowed)][:_MAX_ID_FILTER]
-        dense_ranked: dict[str, float] = {}
-        chunks = [] if mode == "bm25" else \
-            self.index.query_chunks(vector.tolist(), self.candidates, decisions or None, paper_ids)
-        for pid, sim in chunks:
-            if pid in state.position and pid not in dense_ranked:
-                if allowed is None or allowed[state.position[pid]]:
-                    dense_ranked[pid] = sim
+        return allowed
 
-        lexical_ranked: dict[str, float] = {}
-        if terms and state.bm25 is not None and mode != "dense":
-            mask = None if allowed is None else allowed.astype(np.float32)
-            scores = state.bm25.get_scores(terms, weight_mask=mask)
-            top = np.argsort(-scores, kind="stable")[: self.candidates]
-            lexical_ranked = {state.papers[i].paper_id: float(scores[i]) for i in top if scores[i] > 0}
-
-        rankings = {"hybrid": ((1.0, dense_ranked), (bm25_weight, lexical_ranked)),
-                    "dense": ((1.0, dense_ranked),), "bm25": ((1.0, lexical_ranked),)}[mode]
-        fused: dict[str, float] = {}
-        for weight, ranking in rankings:
-            for rank, pid in enumerate(ranking):
-                fused[pid] = fused.get(pid, 0.0) + weight / (rrf_k + rank + 1)
-        best_possible = sum(weight for weight, _ in rankings) / (rrf_k + 1)
-        order = sorted(fused, key=lambda pid: (-fused[pid], pid))[:k]
-        hits = [Hit(state.papers[state.position[pid]], fused[pid] / best_possible,
-                    dense_ranked.get(pid), lexical_ranked.get(pid)) for pid in order]
-        retrieval = Retrieval(question, hits, vector, set(terms))
+    def annotate(self, retrieval: Retrieval, state: "_Corpus") -> None:
+        """Score the sentences of the hits: each hit's snippet, the answering sentences of the first
+        SNIPPET_PAPERS hits with abstracts (the best one is the confidence), and a rare name the question shares
+        with the top answering paper."""
+        hits = retrieval.hits
         scored = self.score_sentences(retrieval, list(range(len(hits))))
         answering = [i for i, hit in enumerate(hits) if hit.paper.has_abstract][:SNIPPET_PAPERS]
         retrieval.sentences = [s for s in scored if s.paper_index in answering]
@@ -174,8 +224,7 @@ class HybridRetriever:
             best = next((s for s in scored if s.paper_index == i), None)
             hit.snippet = best.text if best else hit.paper.abstract[:300]
         if answering:
-            retrieval.named_match = self._named_match(question, hits[answering[0]].paper, state)
-        return retrieval
+            retrieval.named_match = self._named_match(retrieval.question, hits[answering[0]].paper, state)
 
     def _named_match(self, question: str, paper: StoredPaper, state: "_Corpus") -> str:
         """A name-like word of the question (not its first word) that the top paper contains and at most

@@ -12,7 +12,7 @@ from conftest import DATA, SEEDS
 
 from rag.config import ConfigError, Settings
 from rag.engine import Engine
-from rag.sentences import split_sentences
+from rag.text import split_sentences
 
 
 def _chunk_ids(engine):
@@ -304,7 +304,7 @@ def test_a_store_written_before_papers_kept_several_sources_still_mirrors_its_fi
     # What an older version wrote: one `source` per paper and nothing else about where the paper is.
     got = engine.index.papers.get(include=["metadatas", "documents", "embeddings"])
     old_keys = {"title", "label", "authors", "decision", "venue", "url", "keywords", "year", "source", "position",
-                "hash", "chunks", "chunking", "sentences", "preview"}
+                "hash", "chunks", "chunking", "sentences"}
     engine.index.papers.delete(ids=got["ids"])
     engine.index.papers.add(ids=got["ids"], documents=got["documents"], embeddings=got["embeddings"],
                             metadatas=[{k: v for k, v in m.items() if k in old_keys} for m in got["metadatas"]])

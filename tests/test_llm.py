@@ -239,7 +239,7 @@ def test_a_title_only_source_is_shown_to_the_model_as_having_no_abstract(tmp_pat
 
 def test_weakly_supported_sentences_are_listed(seed_engine):
     retriever = seed_engine.retriever
-    switch_sae = next(p.paper_id for p in retriever.papers if p.abstract == SAE_ABSTRACT)
+    switch_sae = next(p.paper_id for p in retriever.state.papers if p.abstract == SAE_ABSTRACT)
     text = ("Switch Sparse Autoencoders route activations between smaller expert SAEs [1]. "
             "The moon is made of green cheese and orbits Jupiter [1]. Nothing is cited here.")
     weak, checked = retriever.unsupported(text, {1: switch_sae}, 0.45)
@@ -248,7 +248,7 @@ def test_weakly_supported_sentences_are_listed(seed_engine):
 
 def test_a_paragraph_cited_once_at_its_end_has_each_of_its_sentences_checked(seed_engine):
     retriever = seed_engine.retriever
-    switch_sae = next(p.paper_id for p in retriever.papers if p.abstract == SAE_ABSTRACT)
+    switch_sae = next(p.paper_id for p in retriever.state.papers if p.abstract == SAE_ABSTRACT)
     text = ("The moon is made of green cheese and orbits Jupiter. "
             'Switch SAEs route activation vectors between smaller "expert" SAEs [1].')
     weak, checked = retriever.unsupported(text, {1: switch_sae}, 0.45)

@@ -29,10 +29,8 @@ import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
 
 from rag.answer import Answer, Delta, Restart
-from rag.config import ConfigError
-from rag.embeddings import EmbeddingError
-from rag.engine import Engine, QuestionError
-from rag.index import StoreError
+from rag.engine import Engine
+from rag.errors import RagError, one_line
 from rag.ingest import SUPPORTED_SUFFIXES
 from ui.guard import Guard
 from ui.render import CSS, answer_markdown, export_markdown, inert, sources_panel
@@ -45,8 +43,6 @@ EXAMPLES = [
     "How can language models evaluate their own answers without looking at the output?",
     "Which papers propose benchmarks for multilingual language models?",
 ]
-# Errors whose message is for the user (empty question, store or embedder unavailable): shown, not raised.
-USER_ERRORS = (QuestionError, StoreError, EmbeddingError)
 DECISIONS = ["Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)"]
 
 # ---- the app ----------------------------------------------------------------------------------------------
@@ -59,8 +55,8 @@ def public_message(exc: BaseException, settings) -> str:
     """What a web user is told about an error: the library's one-line message for expected errors, with the
     server's paths taken out (they are for whoever runs the server, whose console and CLI show them); a generic
     line for anything unexpected, whose traceback goes to the server log only."""
-    if isinstance(exc, USER_ERRORS + (ConfigError,)):
-        return _without_paths(str(exc), settings)
+    if isinstance(exc, RagError):
+        return _without_paths(one_line(exc), settings)
     log.error("unexpected error while answering", exc_info=exc)
     return "Something went wrong while answering; the server's log has the details. Please try again."
 

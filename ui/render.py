@@ -11,8 +11,7 @@ from __future__ import annotations
 import html
 import re
 
-from rag.ingest import first_sentence
-from rag.retrieve import tokenize
+from rag.text import first_sentence, tokenize
 
 CSS = """
 .src-card {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 10px 12px; margin: 0 0 10px 0;}

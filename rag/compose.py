@@ -1,0 +1,104 @@
+"""Compose: the one answer step. Retrieved sources -> the text of an `Answer`, streamed.
+
+The policy, in one place:
+1. the retrieval says the collection does not cover the question (`should_abstain`) -> the abstention text;
+2. an LLM is configured (and the follow-up rewrite did not already fail) -> its answer, streamed through
+   `StreamFilter` (citation styles normalized, numbers it was not given removed and counted), accepted only if
+   it passes three checks: it is not empty; it cites a source or says the sources do not answer; and at least
+   one of its cited sentences is supported by the abstracts it cites (the support check). A failed check, or
+   the endpoint failing, falls back to step 3 with a `fallback_reason` (and a `Restart` if text was shown);
+3. otherwise the extractive answer: the best sentences of the top papers, each cited.
+
+Doubtful sentences of an accepted LLM answer are kept and listed in `Answer.unsupported`: an answer is discarded
+only when it is not from the sources at all. The engine owns everything around this step (input checks,
+retrieval, timings); the shells render what it yields.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from rag import prompts
+from rag.answer import NO_ANSWER, Answer, Delta, Restart, Source, abstention_text, extractive, should_abstain
+from rag.citations import StreamFilter
+from rag.config import Settings
+from rag.llm import ChatClient, Completion, LLMError
+from rag.retrieve import Retrieval
+
+#: (answer text, its sources) -> (cited sentences the cited abstracts do not support, sentences checked)
+SupportCheck = Callable[[str, list[Source]], tuple[list[str], int]]
+
+
+def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatClient | None,
+            templates: dict[str, str], check_support: SupportCheck, started: float) -> Iterator[Delta | Restart]:
+    """Fill `answer` (created with its question and sources) and yield its text as it is written."""
+    if should_abstain(retrieval, settings):
+        answer.answer = abstention_text(answer.sources)
+        yield Delta(answer.answer)
+        return
+    if llm is not None and not answer.fallback_reason:
+        yield from _llm_answer(answer, llm, templates, check_support, started)
+    if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
+        if answer.fallback_reason:
+            answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
+                                  "showing sentences quoted from the abstracts instead.")
+        text, cited = extractive(retrieval, settings)
+        by_n = {s.n: s for s in answer.sources}
+        answer.abstained = not cited
+        answer.answer = text if cited else abstention_text(answer.sources)
+        answer.citations = [by_n[n] for n in cited]
+        yield Delta(answer.answer)
+
+
+def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], check_support: SupportCheck,
+                started: float) -> Iterator[Delta | Restart]:
+    """The LLM's answer, if it passes the checks; else `answer.fallback_reason` says why and the text is empty."""
+    by_n = {s.n: s for s in answer.sources}
+    completion = Completion()
+    stream = StreamFilter(set(by_n))
+    streamed = False
+    try:
+        messages = [{"role": "system", "content": templates["system"]},
+                    {"role": "user", "content": prompts.fill(
+                        templates["answer"], sources=prompts.render_sources(answer.sources),
+                        question=answer.question, language=prompts.answer_language(answer.question))}]
+        for delta in llm.stream(messages, completion):
+            text = stream.feed(delta)
+            if text:
+                streamed = True
+                yield Delta(text)
+        tail, cleaned = stream.finish()
+        if tail:
+            yield Delta(tail)
+        if not cleaned.text.strip():
+            raise LLMError("the LLM endpoint returned an empty answer")
+        if not cleaned.cited and not NO_ANSWER.search(cleaned.text):
+            # Every claim must carry a citation; an answer citing nothing (a model that ignored the prompt, or
+            # obeyed instructions hidden in an abstract) is not shown as an answer.
+            raise LLMError("the LLM's answer cited none of the sources")
+        # The support check compares English embeddings (English abstracts, an English MiniLM): a sentence in
+        # Chinese, Japanese or Korean scores low whatever it says. Such an answer is neither checked nor
+        # discarded for it, and says so in its notices.
+        unchecked_language = prompts.language_of(cleaned.text)
+        unsupported, checked = ([], 0) if unchecked_language else check_support(cleaned.text, answer.sources)
+        if checked and len(unsupported) == checked:
+            # Citations on text that none of the cited abstracts supports (e.g. an injected instruction obeyed
+            # and given a [1]): not an answer from the sources.
+            raise LLMError("no sentence of the LLM's answer is supported by the sources it cites")
+    except LLMError as exc:
+        answer.fallback_reason = str(exc)
+        if streamed:
+            yield Restart(answer.fallback_reason)
+        return
+    answer.mode, answer.model, answer.answer = "llm", llm.model, cleaned.text.strip()
+    answer.fabricated = cleaned.fabricated
+    answer.citations = [by_n[n] for n in cleaned.cited]
+    answer.abstained = not cleaned.cited
+    answer.unsupported = unsupported
+    if unchecked_language:
+        answer.notices.append(f"The answer is in {unchecked_language}: its sentences were not checked against the "
+                              "abstracts they cite (the check compares English text).")
+    answer.usage = {"prompt_tokens": completion.usage.prompt_tokens,
+                    "completion_tokens": completion.usage.completion_tokens}
+    if completion.first_token_at is not None:
+        answer.timings["ttft_ms"] = round((completion.first_token_at - started) * 1000, 1)

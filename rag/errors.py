@@ -1,0 +1,20 @@
+"""Errors: the one base class of every error whose message is meant for the user.
+
+Each layer raises its own subclass (ConfigError, StoreError, EmbeddingError, LLMError, QuestionError,
+StoreBusyError, QuestionSetError), whose message names the fix. The shells catch `RagError` alone and show
+`one_line(exc)`; anything else is a bug, logged with its traceback and shown as a generic line.
+"""
+
+from __future__ import annotations
+
+MAX_LINE = 400  # characters of a message shown on one line; longer is a page, not a reason
+
+
+class RagError(Exception):
+    """An expected failure; `str(exc)` says what happened and what to do."""
+
+
+def one_line(exc: BaseException, limit: int = MAX_LINE) -> str:
+    """The error's message on one line (whitespace collapsed), cut at `limit` characters."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,58 @@
+"""Text: the plain-text helpers every layer shares, so the UI never reaches into ingest or retrieval for them.
+
+- Sentences: where the sentences of a text start and end. Shared by indexing (which stores each abstract's
+  sentences with their vectors), answering (which checks each sentence of a generated answer) and display.
+- `tokenize`: BM25's tokenizer (bm25s, English stop words, Snowball stemming), also used to highlight the
+  question's terms in a snippet exactly as the search matched them.
+- `first_sentence`: the short preview of an untitled abstract.
+
+NLTK's Punkt sentence tokenizer, as llama-index's `split_by_sentence_tokenizer` uses it (untrained parameters, so
+no data files), but called directly: it gives character spans, which the index needs to pool each sentence's
+token states, and importing nltk alone takes a fraction of importing llama-index at question time.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import bm25s
+import Stemmer
+
+_STEMMER = Stemmer.Stemmer("english")
+# A full stop, then a capital: cheap and good enough for a one-line preview (Punkt is for the index).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
+
+
+def tokenize(texts: list[str]) -> list[list[str]]:
+    """Stemmed, stop-word-free terms of each text, as BM25 indexes and searches them."""
+    return bm25s.tokenize(texts, stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False)
+
+
+def first_sentence(text: str, limit: int = 240) -> str:
+    sentence = _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
+
+
+@functools.lru_cache(maxsize=1)
+def _punkt():
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
+
+    return PunktSentenceTokenizer()
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of `text`, outer whitespace excluded; empty sentences dropped."""
+    out = []
+    starts = [a for a, _ in _punkt().span_tokenize(text)]
+    for a, b in zip(starts, starts[1:] + [len(text)]):
+        piece = text[a:b]
+        stripped = piece.strip()
+        if stripped:
+            lead = len(piece) - len(piece.lstrip())
+            out.append((a + lead, a + lead + len(stripped)))
+    return out
+
+
+def split_sentences(text: str) -> list[str]:
+    return [text[a:b] for a, b in sentence_spans(text)]
