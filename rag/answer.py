@@ -81,9 +81,17 @@ class Answer:
     fabricated: int = 0  # citations the LLM made to source numbers it was not given (removed from the text)
     unsupported: list[str] = field(default_factory=list)  # cited sentences the cited abstracts barely support
     usage: dict[str, int | None] = field(default_factory=dict)  # prompt/completion tokens reported by the LLM
+    answer_type: str = "explain"  # what kind of answer the question asked for (`rag.intent`)
+    filters: dict[str, Any] = field(default_factory=dict)  # decisions / author applied, and which the question set
+    focus: list[str] = field(default_factory=list)  # a follow-up answered from these papers of the previous answer
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def cited_ids(self) -> list[str]:
+        """The ids of the cited papers: what a follow-up's history passes back (`paper_ids`)."""
+        return [c.paper_id for c in self.citations]
 
 
 @dataclass
@@ -134,11 +142,97 @@ def abstention_text(sources: list[Source]) -> str:
     return text
 
 
-def extractive(retrieval: Retrieval, settings: Settings) -> tuple[str, list[int]]:
-    """Compose an answer from the best sentences of the top papers. Returns (text, cited numbers)."""
+def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",
+               asked_decision: str = "", whole_list: bool = False, single_paper: bool = False
+               ) -> tuple[str, list[int]]:
+    """The answer the records and abstracts give, by question type (`rag.intent`). Returns (text, cited numbers).
+
+    - authors / decision / link: from the record of the top paper (the one the question names);
+    - list / count / compare: one line per paper that passes the relevance bar (a sentence of its abstract
+      scores at least `abstain_threshold` against the question; a title-only paper, its title), the bar stated;
+      `whole_list` (a filter with no topic: "papers by X") lists every paper found;
+    - explain: the best sentences of the top papers, grouped by paper in abstract order, each paper's title
+      named once; only the top paper's when the question is about one paper (`single_paper`)."""
+    if not retrieval.hits:
+        return "", []
+    if answer_type in RECORD_TYPES:
+        return record_answer(answer_type, sources[0], asked_decision), [1]
+    if answer_type in ("list", "count", "compare"):
+        return listing(answer_type, retrieval, sources, settings, whole_list)
+    return explain(retrieval, sources, settings, single_paper)
+
+
+RECORD_TYPES = ("authors", "decision", "link")
+BULLET = "•"
+
+
+def record_answer(answer_type: str, source: Source, asked_decision: str = "") -> str:
+    """Who wrote it, how it was accepted, where to read it: the record's own fields, cited."""
+    title = f"“{source.title}” [{source.n}]"
+    if answer_type == "authors":
+        if not source.authors:
+            return f"The list gives no authors for {title}."
+        return (f"{title} is by {_names(source.authors)} (the list gives the authors in no particular "
+                "order).")
+    if answer_type == "link":
+        return f"{title} is on OpenReview: {source.url}" if source.url else f"The list gives no link for {title}."
+    kind = _decision_kind(source.decision)
+    if not kind:
+        return f"The list gives no decision for {title}."
+    accepted = f"was accepted at ICLR 2025 as {'an' if kind == 'oral' else 'a'} {kind} ({source.decision})"
+    if asked_decision:
+        asked = _decision_kind(asked_decision)
+        if asked == kind:
+            return f"Yes: {title} {accepted}."
+        return f"No: {title} {accepted}, not as {'an' if asked == 'oral' else 'a'} {asked}."
+    return f"{title} {accepted}."
+
+
+def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], settings: Settings,
+            whole_list: bool = False) -> tuple[str, list[int]]:
+    """One line per paper that passes the relevance bar: "• Title: its best sentence [n]." ("• Title [n]" for a
+    count). Empty when none passes."""
+    bar = settings.abstain_threshold
+    passing = [s for s, hit in zip(sources, retrieval.hits)
+               if whole_list or (hit.snippet_score if hit.paper.has_abstract else (hit.dense or 0.0)) >= bar]
+    if answer_type == "compare":
+        passing = passing[:3]
+    if not passing:
+        return "", []
+    lines = []
+    for s in passing:
+        if answer_type == "count":
+            lines.append(f"{BULLET} {s.title} [{s.n}]")
+        elif s.has_abstract and s.snippet:
+            lines.append(f"{BULLET} {s.title}: {_cite(s.snippet, s.n)}")
+        else:
+            lines.append(f"{BULLET} {s.title} [{s.n}] (title only: the list has no abstract for it)")
+    n, checked = len(passing), len(retrieval.hits)
+    papers = "paper" if n == 1 else "papers"
+    more = (f" These are the {checked} best-ranked; there may be more (ask for more papers to see them)."
+            if n == checked and not whole_list else "")
+    if whole_list:
+        head = f"{n} {papers} found:"
+    elif answer_type == "count":
+        head = (f"{'At least ' if more else ''}{n} {papers} in the list match this question: each has a sentence "
+                f"scoring at least {bar:.2f} against it (checked: the {checked} best-ranked papers).")
+    elif answer_type == "compare":
+        head = "Side by side, each paper's sentence closest to the question:"
+    else:
+        head = (f"{n} {papers} match (each has a sentence scoring at least {bar:.2f} against the question), "
+                "with the sentence closest to it:")
+    return "\n".join([head + (more if answer_type != "compare" else "")] + lines), [s.n for s in passing]
+
+
+def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, single_paper: bool = False
+            ) -> tuple[str, list[int]]:
+    """The best sentences of the top papers (at most MAX_PER_PAPER each, none below RELATIVE_FLOOR of the best),
+    grouped by paper in rank order, in each abstract's own order, the paper's title named once."""
     ranked = retrieval.sentences  # the best sentences of the top papers, best first
     if not ranked:
         return "", []
+    if single_paper:
+        ranked = [s for s in ranked if s.paper_index == ranked[0].paper_index]
     floor = RELATIVE_FLOOR * ranked[0].score
     chosen = []
     per_paper: dict[int, int] = {}
@@ -149,13 +243,23 @@ def extractive(retrieval: Retrieval, settings: Settings) -> tuple[str, list[int]
             continue
         per_paper[sentence.paper_index] = per_paper.get(sentence.paper_index, 0) + 1
         chosen.append(sentence)
-    # Group by paper in rank order, keeping each abstract's own sentence order, so the text reads naturally.
-    order = {p: i for i, p in enumerate(dict.fromkeys(s.paper_index for s in chosen))}
-    position = {s.text: i for i, s in enumerate(ranked)}
-    chosen.sort(key=lambda s: (order[s.paper_index], _sentence_position(retrieval, s), position[s.text]))
-    parts = [_cite(s.text, s.paper_index + 1) for s in chosen]
+    paragraphs = []
+    for paper_index in dict.fromkeys(s.paper_index for s in chosen):
+        mine = sorted((s for s in chosen if s.paper_index == paper_index),
+                      key=lambda s: _sentence_position(retrieval, s))
+        source = sources[paper_index]
+        quoted = " ".join(_cite(s.text, paper_index + 1) for s in mine)
+        paragraphs.append(f"{source.title}: {quoted}" if source.has_title else quoted)
     cited = list(dict.fromkeys(s.paper_index + 1 for s in chosen))
-    return " ".join(parts), cited
+    return "\n\n".join(paragraphs), cited
+
+
+def _names(authors: list[str]) -> str:
+    return authors[0] if len(authors) == 1 else ", ".join(authors[:-1]) + " and " + authors[-1]
+
+
+def _decision_kind(decision: str) -> str:
+    return next((k.lower() for k in ("Oral", "Spotlight", "Poster") if k.lower() in decision.lower()), "")
 
 
 def _sentence_position(retrieval: Retrieval, sentence) -> int:

@@ -289,6 +289,10 @@ def _check_history(turns: Any) -> list[dict[str, Any]] | None:
 
 def render_sources(answer) -> str:
     lines = [f"note: {notice}" for notice in answer.notices]
+    if answer.retrieval_query:
+        lines.append(f"searched: {answer.retrieval_query}")
+    if answer.filters.get("from_question"):
+        lines.append("filters from the question: " + describe_filters(answer.filters))
     if answer.fabricated:
         lines.append(f"note: removed {answer.fabricated} citation(s) to sources that were not given")
     for sentence in answer.unsupported:
@@ -299,11 +303,23 @@ def render_sources(answer) -> str:
     for s in shown:
         meta = ", ".join(x for x in (s.decision, s.url) if x)
         lines.append(f"[{s.n}] {s.title}" + (f" ({meta})" if meta else ""))
+        if s.authors:
+            more = f", … ({len(s.authors)} authors)" if len(s.authors) > 8 else ""
+            lines.append(f"    {', '.join(s.authors[:8])}{more}")
         if not s.has_title:
             lines.append(f"    {s.text[:160]}{'…' if len(s.text) > 160 else ''}")
     mode = f"{answer.model} via LLM" if answer.mode == "llm" else "extractive"
     lines.append(f"({mode}, {answer.timings.get('total_ms', 0):.0f} ms)")
     return "\n".join(lines).rstrip()
+
+
+def describe_filters(filters: dict[str, Any]) -> str:
+    parts = []
+    if "decisions" in filters["from_question"]:
+        parts.append(" or ".join(filters["decisions"]))
+    if "author" in filters["from_question"]:
+        parts.append(f"author {filters['author']}")
+    return "; ".join(parts)
 
 
 @main.command()
@@ -343,7 +359,8 @@ def chat(k: int | None, decision: str | None, **settings: Any) -> None:
         except RagError as exc:  # a bad question, or the store or endpoint failing: say so, keep chatting
             click.echo(one_line(exc), err=True)
             continue
-        history += [{"role": "user", "content": question}, {"role": "assistant", "content": answer.answer}]
+        history += [{"role": "user", "content": question},
+                    {"role": "assistant", "content": answer.answer, "paper_ids": answer.cited_ids}]
 
 
 @main.command("eval")

@@ -27,6 +27,7 @@ from rag.compose import compose
 from rag.config import Settings
 from rag.embeddings import Embedder, make_embedder
 from rag.index import IngestStats, PaperIndex, open_client
+from rag.intent import parse
 from rag.llm import ChatClient, LLMError
 from rag.ingest import read_paths
 from rag.retrieve import HybridRetriever, RetrievalParams
@@ -36,12 +37,19 @@ MAX_QUESTION_CHARS = 2_000
 MAX_K = 50
 MAX_HISTORY_TURNS = 100
 MAX_AUTHOR_CHARS = 200
+MAX_FOCUS = 10  # papers of the previous answer a follow-up can be about
 DECISIONS = ("Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)")
 # Control characters, and lone surrogates (a client can send "\ud800" in JSON; nothing downstream can encode it).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
-# Words that make a question lean on the previous turn ("What dataset did they use?").
-_ANAPHORA = re.compile(r"\b(they|them|their|theirs|it|its|this|that|these|those|the paper|the papers|"
-                       r"the method|the approach|the authors|same|above|previous|former|latter)\b", re.I)
+# Words that make a question lean on the papers of the previous answer ("What dataset did they use?").
+_ANAPHORA = re.compile(
+    r"\b(?:they|them|their|theirs|it|its|above|previous|former|latter|"
+    # "the paper" refers back; "the paper about X" / "the method that ..." names something new
+    r"(?:this|that|these|those|the|same)\s+(?:paper|papers|work|works|method|methods|approach|approaches|one|ones|"
+    r"study|studies|authors?)(?!\s+(?:about|on|called|titled|named|that|which|proposing|by|from|in|with|for|of)\b))"
+    r"\b|它|它们|他们|这篇|那篇|该论文|该方法|这些论文|这个方法", re.I)
+# A question that continues the previous one's topic without repeating it ("And for images?", "What about ViTs?").
+_ELLIPSIS = re.compile(r"^(?:and|but|also|what\s+about|how\s+about|same\s+for)\b|^(?:那|那么|还有)", re.I)
 
 
 class QuestionError(RagError, ValueError):
@@ -110,28 +118,46 @@ def check_author(author: Any) -> str | None:
     return author or None
 
 
-def check_history(history: Any) -> list[dict[str, str]]:
+def check_history(history: Any) -> list[dict[str, Any]]:
     """Earlier turns as [{"role": "user"|"assistant", "content": text}], cleaned like the question; the last
-    MAX_HISTORY_TURNS are kept."""
+    MAX_HISTORY_TURNS are kept. An assistant turn may list the papers its answer cited (`"paper_ids": [...]`),
+    which lets a follow-up about "they" or "the paper" answer from those papers."""
     if history is None or history == "":
         return []
     if not isinstance(history, list) or not all(
             isinstance(t, dict) and t.get("role") in ("user", "assistant", "system")
             and isinstance(t.get("content"), str) for t in history):
         raise QuestionError('history must be a list of {"role": "user" or "assistant", "content": "..."}.')
-    return [{"role": t["role"], "content": _CONTROL.sub(" ", t["content"])[:20_000]}
-            for t in history[-MAX_HISTORY_TURNS:] if t["role"] != "system"]
+    out: list[dict[str, Any]] = []
+    for t in history[-MAX_HISTORY_TURNS:]:
+        if t["role"] == "system":
+            continue
+        turn: dict[str, Any] = {"role": t["role"], "content": _CONTROL.sub(" ", t["content"])[:20_000]}
+        ids = t.get("paper_ids")
+        if isinstance(ids, list) and all(isinstance(i, str) and len(i) <= 200 for i in ids):
+            turn["paper_ids"] = ids[:MAX_FOCUS]
+        out.append(turn)
+    return out
 
 
 def standalone_question(question: str, history: list[dict[str, Any]] | None) -> str:
-    """The query to retrieve with. Without an LLM to rewrite follow-ups, a question that leans on the previous
-    turn (a pronoun like 'they', or five words or fewer) is searched together with the previous user question."""
+    """The query to retrieve with, without an LLM to rewrite follow-ups: a question that leans on the previous turn
+    (a pronoun like "they", or an ellipsis like "And for images?") is searched together with the previous user
+    question; any other question is searched alone, however short, so a change of topic is never glued to the
+    last one."""
     previous = [t.get("content", "") for t in (history or []) if t.get("role") == "user" and t.get("content")]
-    if not previous:
-        return question
-    if _ANAPHORA.search(question) or len(question.split()) <= 5:
+    if previous and (_ANAPHORA.search(question) or _ELLIPSIS.search(question)):
         return f"{previous[-1]} {question}"
     return question
+
+
+def previous_papers(question: str, history: list[dict[str, Any]] | None) -> list[str]:
+    """The papers a follow-up is about: those the previous answer cited (its turn's `paper_ids`), when the
+    question refers to them ("Who wrote it?", "What data did they use?"); else none."""
+    if not history or not _ANAPHORA.search(question):
+        return []
+    last = next((t for t in reversed(history) if t.get("role") == "assistant"), None)
+    return list((last or {}).get("paper_ids") or [])[:MAX_FOCUS]
 
 
 @dataclass
@@ -282,20 +308,31 @@ class Engine:
         k, author, history = check_k(k), check_author(author), check_history(history)
         llm, retriever = self.llm, self.retriever
         decisions = check_decisions(decision, set(retriever.state.decisions.tolist()) - {""})
-        query, fallback = self._standalone(question, history, llm)
+        query, focus, fallback = self._standalone(question, history, llm)
+        intent = parse(question, self._known_author)
+        search = intent.query if query == question else parse(query, self._known_author).query
+        given = (("decisions", decisions, intent.decisions), ("author", author, intent.author))
+        filters = {"decisions": decisions or intent.decisions, "author": author or intent.author,
+                   "from_question": [name for name, mine, theirs in given if theirs and not mine]}
+        k = len(focus) if focus else k or self.settings.k
+        if intent.type == "count" or not intent.has_topic:  # a count, or "papers by X": as many as can be shown
+            k = max(k, min(MAX_K, self.settings.candidates))
         loaded = time.perf_counter()
-        retrieval = retriever.retrieve(query, RetrievalParams.from_settings(
-            self.settings, k=k or self.settings.k, decisions=tuple(decisions), author=author))
+        retrieval = retriever.retrieve(search, RetrievalParams.from_settings(
+            self.settings, k=k, decisions=tuple(filters["decisions"]), author=filters["author"],
+            paper_ids=tuple(focus)))
         retrieved = time.perf_counter()
         if self.indexing.running and self.indexing.total:
             notices.append(f"Searched the {len(retriever.state.papers):,} papers indexed so far; indexing of "
                            f"{self.indexing.total:,} is still under way.")
         answer = Answer(question=question, answer="", mode="extractive", abstained=True, citations=[],
                         sources=sources_from(retrieval), confidence=round(retrieval.confidence, 4),
-                        retrieval_query=query if query != question else "", notices=notices,
-                        fallback_reason=fallback,
+                        retrieval_query=search if search != question else "", notices=notices,
+                        fallback_reason=fallback, answer_type=intent.type, filters=filters, focus=focus,
                         timings={"load_ms": _ms(started, loaded), "retrieve_ms": _ms(loaded, retrieved)})
-        yield from compose(answer, retrieval, self.settings, llm, self.templates, self._check_support, started)
+        said = next((t["content"] for t in reversed(history) if t["role"] == "assistant"), "") if focus else ""
+        yield from compose(answer, retrieval, self.settings, llm, self.templates, self._check_support, started,
+                           intent, said)
         done = time.perf_counter()
         answer.timings.update(answer_ms=_ms(retrieved, done), total_ms=_ms(started, done))
         yield answer
@@ -304,19 +341,28 @@ class Engine:
         return self.retriever.unsupported(text, {s.n: s.paper_id for s in sources}, self.settings.support_threshold)
 
     def _standalone(self, question: str, history: list[dict[str, Any]] | None,
-                    llm: ChatClient | None) -> tuple[str, str]:
-        """(query to retrieve with, fallback reason). With an LLM, it rewrites follow-ups itself."""
+                    llm: ChatClient | None) -> tuple[str, list[str], str]:
+        """(query to retrieve with, papers of the previous answer it is about, fallback reason). A follow-up that
+        refers to the previous answer's papers is answered from them; otherwise the LLM, when there is one,
+        rewrites a follow-up into a standalone question."""
         turns = [t for t in history or [] if t.get("role") in ("user", "assistant") and t.get("content")]
-        if llm is None or not turns:
-            return standalone_question(question, turns), ""
+        focus = previous_papers(question, turns)
+        if focus or llm is None or not turns:
+            return (question if focus else standalone_question(question, turns)), focus, ""
         transcript = "\n".join(f"{t['role']}: {' '.join(str(t['content']).split())[:1000]}" for t in turns[-6:])
         prompt = prompts.fill(self.templates["condense"], history=transcript, question=question)
         try:
             rewritten = llm.complete([{"role": "user", "content": prompt}], max_tokens=96)
         except LLMError as exc:
-            return standalone_question(question, turns), str(exc)
+            return standalone_question(question, turns), [], str(exc)
         rewritten = " ".join(rewritten.split()).strip('"')[:MAX_QUESTION_CHARS]
-        return rewritten or question, ""
+        return rewritten or question, [], ""
+
+    def _known_author(self, name: str) -> bool:
+        """Whether an author of the collection has this name (the question's "by X" becomes a filter only then)."""
+        needle = " ".join(name.split()).casefold()
+        return len(needle) >= 4 and any(needle == a.casefold() or (" " in needle and needle in a.casefold())
+                                        for p in self.retriever.state.papers for a in p.authors)
 
     def stats(self) -> dict[str, Any]:
         papers = self.index.all_papers()

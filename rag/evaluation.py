@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.engine import Engine
+from rag.intent import TYPES
 from rag.errors import RagError
 
 K = 10  # papers retrieved per question, so that recall@10 and nDCG@10 can be measured
@@ -77,7 +78,8 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
         history = None
         if q["kind"] == "followup":
             first = engine.ask(q["turns"][0], k=k)
-            history = [{"role": "user", "content": q["turns"][0]}, {"role": "assistant", "content": first.answer}]
+            history = [{"role": "user", "content": q["turns"][0]},
+                       {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids}]
         started = time.perf_counter()
         answer = engine.ask(q["question"], history=history, k=k)
         ms = (time.perf_counter() - started) * 1000
@@ -85,14 +87,21 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
                  for gold in q.get("gold", [])]
         facts = q.get("answer_facts") or []
         text = answer.answer.lower()
+        golds = q.get("gold", [])
+        cited_is_gold = [any(matches(g, c.paper_id, c.text) for g in golds) for c in answer.citations]
         rows.append({
             "qid": q["qid"], "kind": q["kind"], "set": q.get("set", ""), "ranks": ranks,
+            "type": q.get("type", ""), "answer_type": answer.answer_type,
+            "cite_precision": (sum(cited_is_gold) / len(cited_is_gold)) if cited_is_gold and golds else None,
+            "searched_alone": (q["turns"][0] not in answer.retrieval_query and not answer.focus)
+            if q["kind"] == "followup" else None,
+            "expected_alone": q.get("standalone"),
             "abstained": answer.abstained, "confidence": answer.confidence, "mode": answer.mode,
             "cited_gold": any(matches(g, s.paper_id, s.text) for g in q.get("gold", []) for s in answer.citations),
             "fabricated": answer.fabricated, "ms": round(ms, 1),
             "facts": (sum(f.lower() in text for f in facts) / len(facts)) if facts else None,
         })
-    return {"rows": rows, "summary": summarize(rows)}
+    return {"rows": rows, "summary": summarize(rows), "by_type": by_type(rows)}
 
 
 def summarize(rows: list[dict]) -> dict:
@@ -123,6 +132,32 @@ def summarize(rows: list[dict]) -> dict:
     }
 
 
+def by_type(rows: list[dict]) -> dict[str, dict]:
+    """Per question type (the sets' `type` field): the share of answers stating the expected facts, citing a gold
+    paper, the share of citations that point at a gold paper, the type detected, and for follow-ups whether a
+    change of topic was searched alone."""
+    def mean(xs):
+        xs = [x for x in xs if x is not None]
+        return round(sum(xs) / len(xs), 3) if xs else None
+
+    out = {}
+    for kind in sorted({r["type"] for r in rows if r.get("type")}):
+        mine = [r for r in rows if r.get("type") == kind]
+        out[kind] = {"questions": len(mine), "answer_facts": mean(r["facts"] for r in mine),
+                     "cited_gold": mean(r["cited_gold"] for r in mine if r["kind"] != "none"),
+                     "cite_precision": mean(r["cite_precision"] for r in mine),
+                     "type_detected": mean(r["answer_type"] == kind for r in mine)
+                     if kind in TYPES else None,
+                     "topic_change_alone": mean(r["searched_alone"] for r in mine if r["expected_alone"] is True),
+                     "same_paper_followed": mean(not r["searched_alone"] for r in mine
+                                                 if r["expected_alone"] is False)}
+    return out
+
+
+TYPE_METRICS = ["questions", "answer_facts", "cited_gold", "cite_precision", "type_detected", "topic_change_alone",
+                "same_paper_followed"]
+
+
 @dataclass
 class Report:
     name: str
@@ -138,13 +173,25 @@ class Report:
             lines.append(f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
+    def type_table(self) -> str:
+        """Per question type, for the configuration the app runs (hybrid): empty if the set has no types."""
+        result = self.results.get("hybrid") or next(iter(self.results.values()), {})
+        types = result.get("by_type") or {}
+        if not types:
+            return ""
+        lines = ["By question type (hybrid):", "", "| type | " + " | ".join(TYPE_METRICS) + " |",
+                 "|" + "---|" * (len(TYPE_METRICS) + 1)]
+        for kind, figures in types.items():
+            lines.append(f"| {kind} | " + " | ".join(_cell(figures.get(m)) for m in TYPE_METRICS) + " |")
+        return "\n".join(lines) + "\n\n"
+
     def write(self, out_dir: Path) -> list[Path]:
         out_dir.mkdir(parents=True, exist_ok=True)
         md, js, png = (out_dir / f"{self.name}{ext}" for ext in (".md", ".json", ".png"))
         js.write_text(json.dumps({"name": self.name, "meta": self.meta, "results": self.results}, indent=1,
                                  ensure_ascii=False), encoding="utf-8")
         meta = "\n".join(f"- {key}: {value}" for key, value in self.meta.items())
-        md.write_text(f"# Evaluation: {self.name}\n\n{meta}\n\n{self.table()}\n\n"
+        md.write_text(f"# Evaluation: {self.name}\n\n{meta}\n\n{self.table()}\n\n{self.type_table()}"
                       "hit@k, MRR and nDCG@10 over questions with one gold paper (single + follow-up); "
                       "multi_recall@10 over multi-paper questions; abstention_on_none over unanswerable questions; "
                       "false_refusal and cited_gold over answerable ones; fabricated = citations removed; "

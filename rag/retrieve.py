@@ -55,6 +55,7 @@ class Hit:
     dense: float | None  # cosine similarity of the paper's best chunk, if the dense side found it
     bm25: float | None
     snippet: str = ""
+    snippet_score: float = 0.0  # the snippet's score (cosine + term bonus): the relevance bar of list answers
 
 
 @dataclass
@@ -101,6 +102,7 @@ class RetrievalParams:
     bm25_weight: float = 1.5  # BM25's vote against dense's 1
     decisions: tuple[str, ...] = ()  # only papers with one of these decisions (none: all)
     author: str | None = None  # only papers with an author whose name contains this (case-insensitive)
+    paper_ids: tuple[str, ...] = ()  # only these papers (a follow-up about the papers of the previous answer)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides) -> "RetrievalParams":
@@ -182,7 +184,7 @@ class HybridRetriever:
         rankings: dict[str, dict[str, float]] = {}
         if params.mode != "bm25":
             paper_ids = None
-            if params.author and allowed is not None:  # few papers: let Chroma search only theirs
+            if (params.author or params.paper_ids) and allowed is not None:  # few papers: Chroma searches theirs
                 paper_ids = [state.papers[i].paper_id for i in np.flatnonzero(allowed)][:_MAX_ID_FILTER]
             dense: dict[str, float] = {}
             for pid, sim in self.index.query_chunks(query.vector.tolist(), params.candidates,
@@ -210,6 +212,10 @@ class HybridRetriever:
             needle = params.author.strip().casefold()
             by_author = np.array([any(needle in a.casefold() for a in p.authors) for p in state.papers])
             allowed = by_author if allowed is None else allowed & by_author
+        if params.paper_ids:
+            by_id = np.zeros(len(state.papers), dtype=bool)
+            by_id[[state.position[pid] for pid in params.paper_ids if pid in state.position]] = True
+            allowed = by_id if allowed is None else allowed & by_id
         return allowed
 
     def annotate(self, retrieval: Retrieval, state: "_Corpus") -> None:
@@ -223,6 +229,7 @@ class HybridRetriever:
         for i, hit in enumerate(hits):
             best = next((s for s in scored if s.paper_index == i), None)
             hit.snippet = best.text if best else hit.paper.abstract[:300]
+            hit.snippet_score = best.score if best else 0.0
         if answering:
             retrieval.named_match = self._named_match(retrieval.question, hits[answering[0]].paper, state)
 

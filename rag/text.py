@@ -34,11 +34,20 @@ def first_sentence(text: str, limit: int = 240) -> str:
     return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
 
 
+# Abbreviations that end in a full stop inside a sentence of a paper ("reconstruction vs. sparsity", "Smith et
+# al. (2020)", "e.g. images", "Fig. 3"): untrained Punkt would cut the sentence there, and a quoted half-sentence
+# reads as nonsense. ("etc." is left out: it ends sentences as often as not.)
+ABBREVIATIONS = {"vs", "e.g", "i.e", "al", "cf", "fig", "figs", "eq", "eqs", "approx", "resp", "w.r.t", "sec",
+                 "ref", "refs", "viz", "wrt"}
+
+
 @functools.lru_cache(maxsize=1)
 def _punkt():
-    from nltk.tokenize.punkt import PunktSentenceTokenizer
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
 
-    return PunktSentenceTokenizer()
+    params = PunktParameters()
+    params.abbrev_types = set(ABBREVIATIONS)
+    return PunktSentenceTokenizer(params)
 
 
 def sentence_spans(text: str) -> list[tuple[int, int]]:

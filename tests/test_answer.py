@@ -56,8 +56,14 @@ def test_every_citation_marks_a_verbatim_sentence_of_the_cited_abstract(seed_eng
         answer = seed_engine.ask(question)
         assert answer.citations, question
         by_n = {s.n: s for s in answer.sources}
-        pieces = re.findall(r"(.+?) \[(\d+)\]([.!?]?)\s*", answer.answer)
+        # Each paper's lines start with its title ("Title: ..." or "• Title: ..."), named once; then its sentences.
+        text = answer.answer
+        for s in answer.sources:
+            text = re.sub(rf"(?m)^(?:• )?{re.escape(s.title)}: ", "", text)
+        pieces = re.findall(r"(.+?) \[(\d+)\]([.!?]?)\s*", text)
         assert pieces and "".join(p[0] for p in pieces)
+        if answer.answer_type == "list":  # a first line (no citation) says how many papers passed which bar
+            assert re.match(r"\d+ papers? match \(each has a sentence scoring at least 0\.\d\d", answer.answer)
         for sentence, n, end in pieces:
             source = by_n[int(n)]
             assert (sentence + end) in source.text or sentence in source.text, (sentence, source.title)
@@ -157,9 +163,14 @@ def test_a_title_only_paper_is_found_by_its_title_and_never_quoted(titles_engine
                                    "Speculative Jacobi Decoding")
     assert (jacobi.has_abstract, jacobi.text, jacobi.snippet) == (False, "", "")
     assert jacobi.url == f"https://openreview.net/forum?id={JACOBI}" and jacobi.authors
-    # The answer quotes LANTERN's abstract, the one that has text; never the title-only paper.
-    assert not answer.abstained and answer.citations[0].title.startswith("LANTERN")
-    assert all(c.has_abstract for c in answer.citations) and f"[{jacobi.n}]" not in answer.answer
+    # The answer quotes LANTERN's abstract, the one that has text; the title-only paper is listed, never quoted.
+    assert answer.answer_type == "list" and not answer.abstained
+    assert answer.citations[0].title.startswith("LANTERN")
+    assert f"{jacobi.title} [{jacobi.n}] (title only: the list has no abstract for it)" in answer.answer
+    assert f"[{jacobi.n}]." not in answer.answer and f"{jacobi.title}:" not in answer.answer
+    explained = titles_engine.ask("How does speculative decoding accelerate autoregressive image generation?")
+    assert explained.answer_type == "explain" and explained.citations
+    assert all(c.has_abstract for c in explained.citations) and f"[{jacobi.n}]" not in explained.answer
     retrieval = titles_engine.retriever.retrieve(SPECULATIVE)
     assert retrieval.sentences and all(retrieval.hits[s.paper_index].paper.has_abstract for s in retrieval.sentences)
     assert answer.confidence == round(retrieval.sentences[0].score, 4)  # the confidence is an abstract's sentence

@@ -112,7 +112,8 @@ def build(engine: Engine) -> gr.Blocks:
         history = list(history or [])
         # Earlier turns come from the answers kept server-side, not from the chat's rendered Markdown.
         turns = [t for a in answers for t in ({"role": "user", "content": a["question"]},
-                                              {"role": "assistant", "content": a["answer"]})]
+                                              {"role": "assistant", "content": a["answer"],
+                                               "paper_ids": [c["paper_id"] for c in a["citations"]]})]
         export_id = export_id or secrets.token_urlsafe(16)  # the export folder's name: the server's, not the client's
         history.append({"role": "user", "content": inert(message)})
         history.append({"role": "assistant", "content": ""})

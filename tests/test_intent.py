@@ -1,0 +1,131 @@
+"""Answers by question type, filters written in the question, and follow-ups decided by what they refer to:
+`rag.intent` alone (pure), then through the engine over the user's seed files in a real store."""
+
+import pytest
+
+from rag.engine import previous_papers, standalone_question
+from rag.intent import parse
+
+KNOWN = {"yoshua bengio", "percy liang", "max tegmark"}
+
+
+def known(name):
+    return name.casefold() in KNOWN
+
+
+@pytest.mark.parametrize("question,kind,query,decisions,author,asked", [
+    ("Who wrote the paper about Switch Sparse Autoencoders?", "authors", "Switch Sparse Autoencoders", [], None, ""),
+    ("Who are the authors of Safety Alignment Should be Made More Than Just a Few Tokens Deep?", "authors",
+     "Safety Alignment Should be Made More Than Just a Few Tokens Deep", [], None, ""),
+    ("Is the paper on shallow safety alignment an oral?", "decision", "the paper on shallow safety alignment", [],
+     None, "Accept (Oral)"),
+    ("Was MLE-bench a spotlight at ICLR 2025?", "decision", "MLE-bench", [], None, "Accept (Spotlight)"),
+    ("Where can I read the paper about Spider 2.0?", "link", "Spider 2.0", [], None, ""),
+    ("How many papers are about conformal prediction?", "count", "conformal prediction", [], None, ""),
+    ("How many orals use diffusion models?", "count", "diffusion models", ["Accept (Oral)"], None, ""),
+    ("Which papers use diffusion models for image restoration?", "list", "diffusion models for image restoration",
+     [], None, ""),
+    ("Oral papers on conformal prediction", "list", "conformal prediction", ["Accept (Oral)"], None, ""),
+    ("spotlight papers about graph neural networks", "list", "graph neural networks", ["Accept (Spotlight)"], None,
+     ""),
+    ("posters from ICLR 2025 on federated learning", "list", "federated learning", ["Accept (Poster)"], None, ""),
+    ("papers by Yoshua Bengio on world models", "list", "world models", [], "Yoshua Bengio", ""),
+    ("Is there work on making sparse autoencoders cheaper to train?", "list",
+     "making sparse autoencoders cheaper to train", [], None, ""),
+    ("What did they compare against?", "explain", "What did they compare against?", [], None, ""),
+    ("How do MLE-bench and Cybench differ?", "compare", "How do MLE-bench and Cybench differ?", [], None, ""),
+    ("What does STEEL prove?", "explain", "What does STEEL prove?", [], None, ""),
+    # Not filters: a topic that contains a decision word, and "by" before words that are not an author's name.
+    ("Are there papers on oral health?", "list", "oral health", [], None, ""),
+    ("Which method wins by a large margin?", "explain", "Which method wins by a large margin?", [], None, ""),
+    ("Which method is proposed by Alice Unknown?", "explain", "Which method is proposed by Alice Unknown?", [], None, ""),
+    ("有哪些关于扩散模型的口头报告论文？", "list", "有哪些关于扩散模型的？", ["Accept (Oral)"], None, ""),
+    ("稀疏自编码器这篇论文的作者是谁？", "authors", "稀疏自编码器这篇论文的作者是谁？", [], None, ""),
+])
+def test_the_question_type_filters_and_search_words(question, kind, query, decisions, author, asked):
+    intent = parse(question, known)
+    assert (intent.type, intent.query, intent.decisions, intent.author, intent.asked_decision) == \
+        (kind, query, decisions, author, asked)
+
+
+def test_a_filter_with_no_topic_lists_what_it_lets_through():
+    for question in ("papers by Yoshua Bengio", "What did Percy Liang publish at ICLR 2025?", "orals"):
+        intent = parse(question, known)
+        assert intent.type == "list" and not intent.has_topic, question
+    assert parse("papers by Yoshua Bengio on world models", known).has_topic
+
+
+def test_follow_ups_lean_on_the_previous_turn_only_when_they_refer_to_it():
+    history = [{"role": "user", "content": "What is the best recipe for sourdough bread?"},
+               {"role": "assistant", "content": "Not covered.", "paper_ids": []},
+               {"role": "user", "content": "Which paper introduces Switch sparse autoencoders?"},
+               {"role": "assistant", "content": "... [1].", "paper_ids": ["k2ZVAzVeMP"]}]
+    # A complete question stands alone, however short.
+    for question in ("Which papers use diffusion models?", "Diffusion models?", "Who wrote the paper about BirdSet?"):
+        assert standalone_question(question, history) == question and previous_papers(question, history) == []
+    # A pronoun refers to the papers the previous answer cited; an ellipsis continues its topic.
+    for question in ("Who wrote it?", "What data did they evaluate on?", "Is the paper an oral?", "它用了什么数据？"):
+        assert previous_papers(question, history) == ["k2ZVAzVeMP"], question
+    assert standalone_question("And for vision transformers?", history) == \
+        "Which paper introduces Switch sparse autoencoders? And for vision transformers?"
+
+
+SAE_TITLE = "Efficient Dictionary Learning with Switch Sparse Autoencoders"
+
+
+def test_who_wrote_and_was_it_an_oral_are_answered_from_the_record(embedded_seed_engine):
+    engine = embedded_seed_engine
+    who = engine.ask("Who wrote the paper about Switch Sparse Autoencoders?")
+    assert who.answer_type == "authors" and who.citations[0].title == SAE_TITLE
+    assert who.answer.startswith(f"“{SAE_TITLE}” [1] is by ") and "Max Tegmark" in who.answer
+    assert "no particular order" in who.answer and who.retrieval_query == "Switch Sparse Autoencoders"
+    oral = engine.ask("Is the Switch Sparse Autoencoders paper an oral?")
+    assert oral.answer_type == "decision" and oral.answer.startswith(f"No: “{SAE_TITLE}” [1] was accepted")
+    assert "as a poster (Accept (Poster)), not as an oral" in oral.answer
+    link = engine.ask("Where can I read the paper about Switch Sparse Autoencoders?")
+    assert link.answer == f"“{SAE_TITLE}” [1] is on OpenReview: https://openreview.net/forum?id=k2ZVAzVeMP"
+
+
+def test_lists_and_counts_state_their_bar_and_name_each_paper_once(embedded_seed_engine):
+    engine = embedded_seed_engine
+    count = engine.ask("How many papers are about diffusion models?")
+    assert count.answer_type == "count" and not count.abstained and len(count.sources) > 5
+    head, *lines = count.answer.split("\n")
+    assert head.startswith(f"{len(lines)} papers in the list match this question: each has a sentence scoring at "
+                           f"least {engine.settings.abstain_threshold:.2f}")
+    assert all(line.startswith("• ") for line in lines) and [c.n for c in count.citations] == \
+        [int(line.rsplit("[", 1)[1].rstrip("]")) for line in lines]
+    assert any("CatVTON" in line for line in lines)
+    listed = engine.ask("Which papers use diffusion models?")
+    assert listed.answer_type == "list" and len(listed.citations) >= 2
+    for c in listed.citations:
+        assert listed.answer.count(f"[{c.n}]") == 1 and f"• {c.title}: " in listed.answer
+
+
+def test_filters_written_in_the_question_are_applied_and_reported(embedded_seed_engine):
+    engine = embedded_seed_engine
+    answer = engine.ask("Oral papers on time series")
+    assert answer.filters == {"decisions": ["Accept (Oral)"], "author": None, "from_question": ["decisions"]}
+    assert answer.sources and all(s.decision == "Accept (Oral)" for s in answer.sources)
+    by = engine.ask("papers by Max Tegmark")
+    assert by.filters["author"] == "Max Tegmark" and by.filters["from_question"] == ["author"]
+    assert by.citations and all(any("Tegmark" in a for a in s.authors) for s in by.sources)
+    assert by.answer.startswith(f"{len(by.citations)} paper")  # every paper of the filter, no relevance bar
+    # The panel's (or the API's) filter wins over the question's words.
+    panel = engine.ask("Oral papers on time series", decision=["Accept (Poster)"])
+    assert panel.filters["from_question"] == [] and all(s.decision == "Accept (Poster)" for s in panel.sources)
+
+
+def test_a_follow_up_about_the_paper_answers_from_the_paper_of_the_previous_answer(embedded_seed_engine):
+    engine = embedded_seed_engine
+    first = engine.ask("Which paper introduces Switch sparse autoencoders?")
+    history = [{"role": "user", "content": first.question},
+               {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids[:1]}]
+    who = engine.ask("Who wrote it?", history=history)
+    assert who.focus == first.cited_ids[:1] and who.answer_type == "authors"
+    assert [s.paper_id for s in who.sources] == first.cited_ids[:1] and "Max Tegmark" in who.answer
+    data = engine.ask("What did they compare against?", history=history)
+    assert data.citations and {c.paper_id for c in data.citations} == set(first.cited_ids[:1])
+    # A new topic after it is searched alone.
+    other = engine.ask("Which papers use diffusion models?", history=history)
+    assert other.focus == [] and other.retrieval_query == "" and "CatVTON" in other.answer
