@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from rag import lock, prompts
+from rag import lock, prompts, zh
 from rag.answer import (NO_ANSWER, Answer, Delta, Restart, abstention_text, extractive, should_abstain,
                         sources_from)
 from rag.catalog import enrich
@@ -284,6 +284,7 @@ class Engine:
         retriever = self.retriever
         decisions = check_decisions(decision, set(retriever.state.decisions.tolist()) - {""})
         query, fallback = self._standalone(question, history, llm)
+        query = zh.retrieval_query(query)  # a Chinese question is searched by its English terms (rag.zh)
         loaded = time.perf_counter()
         retrieval = retriever.retrieve(query, k or self.settings.k, decisions or None,
                                        author, self.settings.retrieval, self.settings.rrf_k,
