@@ -66,6 +66,8 @@ class Retrieval:
     terms: set[str] = field(default_factory=set)  # the question's stemmed terms (BM25's tokenizer)
     sentences: list["ScoredSentence"] = field(default_factory=list)  # of the top papers, best first
     named_match: str = ""  # a rare, name-like term of the question found in the top paper ("Scylla")
+    term_df: dict[str, int] = field(default_factory=dict)  # in how many papers each of `terms` occurs (rag.abstain)
+    corpus_size: int = 0
 
     @property
     def confidence(self) -> float:
@@ -82,6 +84,7 @@ class _Corpus:
     decisions: np.ndarray
     bm25: bm25s.BM25 | None
     df: Counter  # in how many papers each lower-cased word (hyphens kept) occurs
+    stem_df: Counter = field(default_factory=Counter)  # the same for BM25's stemmed terms
 
 
 @dataclass(frozen=True)
@@ -105,14 +108,15 @@ class HybridRetriever:
 
     def refresh(self) -> None:
         papers = self.index.all_papers()
-        bm25 = None
+        bm25, tokens = None, []
         if papers:
             bm25 = bm25s.BM25()
-            bm25.index(tokenize([p.search_text for p in papers]), show_progress=False)
+            bm25.index(tokens := tokenize([p.search_text for p in papers]), show_progress=False)
         # One assignment, so a concurrent `retrieve` sees either the old corpus or the new one, never a mix.
         df = Counter(w for p in papers for w in set(_WORD.findall(p.search_text.casefold())))
         self.state = _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
-                             np.array([p.decision for p in papers], dtype=object), bm25, df)
+                             np.array([p.decision for p in papers], dtype=object), bm25, df,
+                             Counter(t for doc in tokens for t in set(doc)))
 
     @property
     def papers(self) -> list[StoredPaper]:
@@ -166,7 +170,8 @@ class HybridRetriever:
         order = sorted(fused, key=lambda pid: (-fused[pid], pid))[:k]
         hits = [Hit(state.papers[state.position[pid]], fused[pid] / best_possible,
                     dense_ranked.get(pid), lexical_ranked.get(pid)) for pid in order]
-        retrieval = Retrieval(question, hits, vector, set(terms))
+        retrieval = Retrieval(question, hits, vector, set(terms), term_df={t: state.stem_df[t] for t in terms},
+                              corpus_size=len(state.papers))
         scored = self.score_sentences(retrieval, list(range(len(hits))))
         answering = [i for i, hit in enumerate(hits) if hit.paper.has_abstract][:SNIPPET_PAPERS]
         retrieval.sentences = [s for s in scored if s.paper_index in answering]
