@@ -94,3 +94,8 @@ def probability(retrieval: Retrieval) -> float:
         return 0.0
     x = (features(retrieval) - np.asarray(MEAN)) / np.asarray(SCALE)
     return float(1.0 / (1.0 + math.exp(-(float(x @ np.asarray(WEIGHTS)) + BIAS))))
+
+
+def refuses(retrieval: Retrieval, threshold: float | None = None) -> bool:
+    """The learned gate: refuse when the probability reaches `threshold` (None: the fitted THRESHOLD)."""
+    return bool(WEIGHTS) and probability(retrieval) >= (THRESHOLD if threshold is None else threshold)
