@@ -23,6 +23,7 @@ import numpy as np
 from rag.retrieve import Retrieval, tokenize
 
 RARE_SHARE = 0.01  # a term in at most this share of the papers is "rare"
+MIN_PAPERS = 1000  # the learned gate applies to collections at least this large (it was fitted on 2,114 papers)
 # A question asking for a specific figure: "how many", "what learning rate", "which GPU", "exact", ...
 FIGURE = re.compile(
     r"\bhow (?:many|much|long|large|big|fast)\b|\bexact(?:ly)?\b|\bprecise(?:ly)?\b|\bwhat (?:was |is |were |are )?"
@@ -97,5 +98,10 @@ def probability(retrieval: Retrieval) -> float:
 
 
 def refuses(retrieval: Retrieval, threshold: float | None = None) -> bool:
-    """The learned gate: refuse when the probability reaches `threshold` (None: the fitted THRESHOLD)."""
-    return bool(WEIGHTS) and probability(retrieval) >= (THRESHOLD if threshold is None else threshold)
+    """The learned gate: refuse when the probability reaches `threshold` (None: the fitted THRESHOLD). Only over
+    collections of MIN_PAPERS or more: the model learnt what a term no paper contains means among 2,114 papers,
+    and in a small collection most words are missing (over the 38 seeds "cheaper" alone would refuse a question
+    the confidence gate answers rightly)."""
+    if not WEIGHTS or retrieval.corpus_size < MIN_PAPERS:
+        return False
+    return probability(retrieval) >= (THRESHOLD if threshold is None else threshold)
