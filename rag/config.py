@@ -61,6 +61,11 @@ class Settings(BaseModel):
         0.47, ge=-1.0, le=2.0,
         description="Abstain when the retrieval confidence is below this (calibration: rag/answer.py).",
     )
+    abstain_model_threshold: float | None = Field(
+        None, ge=0.0, le=1.01,
+        description="Also abstain when the learned abstention model (rag/abstain.py) gives at least this "
+                    "probability that the papers do not answer; unset = its fitted threshold, 1.01 = off.",
+    )
 
     # Extractive answers
     max_answer_sentences: int = Field(4, ge=1, le=20)
@@ -151,6 +156,7 @@ ENV_VARS: dict[str, str] = {
     "bm25_weight": "RAG_BM25_WEIGHT",
     "retrieval": "RAG_RETRIEVAL",
     "abstain_threshold": "RAG_ABSTAIN_THRESHOLD",
+    "abstain_model_threshold": "RAG_ABSTAIN_MODEL_THRESHOLD",
     "max_answer_sentences": "RAG_MAX_ANSWER_SENTENCES",
     "llm_model": "RAG_LLM_MODEL",
     "llm_base_url": "OPENAI_BASE_URL",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from rag import lock, prompts
+from rag import lock, prompts, zh
 from rag.answer import Answer, Delta, Restart, Source, sources_from
 from rag.catalog import enrich
 from rag.compose import compose
@@ -311,6 +311,7 @@ class Engine:
         query, focus, fallback = self._standalone(question, history, llm)
         intent = parse(question, self._known_author)
         search = intent.query if query == question else parse(query, self._known_author).query
+        search = zh.retrieval_query(search)  # a Chinese question is searched by its English terms (rag.zh)
         given = (("decisions", decisions, intent.decisions), ("author", author, intent.author))
         filters = {"decisions": decisions or intent.decisions, "author": author or intent.author,
                    "from_question": [name for name, mine, theirs in given if theirs and not mine]}

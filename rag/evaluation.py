@@ -101,7 +101,9 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
             "fabricated": answer.fabricated, "ms": round(ms, 1),
             "facts": (sum(f.lower() in text for f in facts) / len(facts)) if facts else None,
         })
-    return {"rows": rows, "summary": summarize(rows), "by_type": by_type(rows)}
+    sets = list(dict.fromkeys(r["set"] for r in rows))
+    by_set = {name: summarize([r for r in rows if r["set"] == name]) for name in sets} if len(sets) > 1 else {}
+    return {"rows": rows, "summary": summarize(rows), "by_set": by_set, "by_type": by_type(rows)}
 
 
 def summarize(rows: list[dict]) -> dict:
@@ -165,12 +167,17 @@ class Report:
     meta: dict[str, Any]
 
     def table(self) -> str:
-        """The metrics as a Markdown table, one row per configuration."""
-        head = "| config | " + " | ".join(METRICS) + " |"
-        lines = [head, "|" + "---|" * (len(METRICS) + 1)]
-        for name, result in self.results.items():
-            cells = [_cell(result["summary"].get(m)) for m in METRICS]
-            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        """The metrics as a Markdown table, one row per configuration. With several question files: one row per
+        file and configuration (each set with the baselines beside the app), then all files together."""
+        first = next(iter(self.results.values()), {})
+        sets = list(first.get("by_set") or {})
+        lead = "| set | config | " if sets else "| config | "
+        lines = [lead + " | ".join(METRICS) + " |", "|" + "---|" * (len(METRICS) + 1 + bool(sets))]
+        for set_name in [*sets, "all"] if sets else [None]:
+            for name, result in self.results.items():
+                summary = result["by_set"][set_name] if set_name in sets else result["summary"]
+                cells = [_cell(summary.get(m)) for m in METRICS]
+                lines.append(("" if set_name is None else f"| {set_name} ") + f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
     def type_table(self) -> str:

@@ -66,6 +66,8 @@ class Retrieval:
     terms: set[str] = field(default_factory=set)  # the question's stemmed terms (BM25's tokenizer)
     sentences: list["ScoredSentence"] = field(default_factory=list)  # of the top papers, best first
     named_match: str = ""  # a rare, name-like term of the question found in the top paper ("Scylla")
+    term_df: dict[str, int] = field(default_factory=dict)  # in how many papers each of `terms` occurs (rag.abstain)
+    corpus_size: int = 0
 
     @property
     def confidence(self) -> float:
@@ -82,6 +84,7 @@ class _Corpus:
     decisions: np.ndarray
     bm25: bm25s.BM25 | None
     df: Counter  # in how many papers each lower-cased word (hyphens kept) occurs
+    stem_df: Counter = field(default_factory=Counter)  # the same for BM25's stemmed terms
 
 
 @dataclass(frozen=True)
@@ -149,20 +152,22 @@ class HybridRetriever:
 
     def refresh(self) -> None:
         papers = self.index.all_papers()
-        bm25 = None
+        bm25, tokens = None, []
         if papers:
             bm25 = bm25s.BM25()
-            bm25.index(tokenize([p.search_text for p in papers]), show_progress=False)
+            bm25.index(tokens := tokenize([p.search_text for p in papers]), show_progress=False)
         # One assignment, so a concurrent `retrieve` sees either the old corpus or the new one, never a mix.
         df = Counter(w for p in papers for w in set(_WORD.findall(p.search_text.casefold())))
         self.state = _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
-                             np.array([p.decision for p in papers], dtype=object), bm25, df)
+                             np.array([p.decision for p in papers], dtype=object), bm25, df,
+                             Counter(t for doc in tokens for t in set(doc)))
 
     def retrieve(self, question: str, params: RetrievalParams = RetrievalParams()) -> Retrieval:
         """The top `params.k` papers for a question, within the filters of `params`."""
         query = Query(question, self.index.embedder.embed([question])[0], tokenize([question])[0])
         state = self.state  # one corpus for the whole call, even if a refresh happens meanwhile
-        retrieval = Retrieval(question, [], query.vector, set(query.terms))
+        retrieval = Retrieval(question, [], query.vector, set(query.terms),
+                              term_df={t: state.stem_df[t] for t in query.terms}, corpus_size=len(state.papers))
         if not state.papers:
             return retrieval
         rankings = self.candidates(query, params, state)

@@ -38,7 +38,8 @@ def known(name):
     # Not filters: a topic that contains a decision word, and "by" before words that are not an author's name.
     ("Are there papers on oral health?", "list", "oral health", [], None, ""),
     ("Which method wins by a large margin?", "explain", "Which method wins by a large margin?", [], None, ""),
-    ("Which method is proposed by Alice Unknown?", "explain", "Which method is proposed by Alice Unknown?", [], None, ""),
+    ("Which method is proposed by Alice Unknown?", "explain", "Which method is proposed by Alice Unknown?", [], None,
+     ""),
     ("有哪些关于扩散模型的口头报告论文？", "list", "有哪些关于扩散模型的？", ["Accept (Oral)"], None, ""),
     ("稀疏自编码器这篇论文的作者是谁？", "authors", "稀疏自编码器这篇论文的作者是谁？", [], None, ""),
 ])

@@ -1,0 +1,266 @@
+"""Fit the abstention classifier of rag/abstain.py on questions generated from the papers (`make model`).
+
+    python eval/train_abstain.py [--corpus rag/data/iclr2025.jsonl] [--data-dir .rag-eval/iclr2025] [--dry-run]
+
+Generated, never taken from eval/questions (the papers those sets ask about are left out of the generation too):
+- answerable: a paper's title reworded into a question with some words dropped; 4-8 content words of one abstract
+  sentence in a question template; "how many ..." questions about a number an abstract does give;
+- unanswerable: topics whose key terms occur in no title or abstract (TRAIN_TOPICS, checked here against the
+  corpus and kept apart from the topics of the evaluation sets), alone or joined to a method the corpus does
+  contain ("... with graph neural networks"); and specific figures (learning rate, GPU hours, ...) asked about a
+  real paper whose abstract does not contain the figure's words.
+Every question is retrieved as the app does (hybrid, k = 10); `rag.abstain.features` turns the retrieval into a
+vector; a logistic regression (numpy, L2) is fitted on 80% and checked on the other 20%, and the threshold is the
+lowest probability that refuses at most 3% of the held-back answerable questions. The fitted values are written
+into the marked block of rag/abstain.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rag import abstain  # noqa: E402
+from rag.config import Settings  # noqa: E402
+from rag.engine import Engine  # noqa: E402
+
+SEED = 2025
+MAX_TRAIN_FALSE_REFUSAL = 0.03
+# Topics for generated unanswerable questions. None may occur in the corpus (checked below), and none is a topic of
+# the evaluation sets (those are checked against TEST_TERMS from eval/questions at run time).
+TRAIN_TOPICS = [
+    "lottery ticket sales forecasting", "horse racing odds", "tennis serve speed", "golf swing analysis",
+    "bowling scores", "cricket match outcomes", "baseball pitch classification", "rugby tackles",
+    "sourdough baking", "cheese ripening", "chocolate tempering", "tea leaf grading", "sushi freshness",
+    "vineyard irrigation", "orchard pruning", "mushroom foraging", "beekeeping schedules", "poultry farming",
+    "dairy cow lameness", "sheep shearing", "fishing quotas", "oyster farming", "lobster populations",
+    "whale song", "dolphin whistles", "frog calls", "butterfly migration", "ant colony foraging in deserts",
+    "coral bleaching", "mangrove restoration", "tsunami warnings", "hurricane evacuation routes",
+    "lightning strikes", "hailstorm damage", "drought insurance", "flood insurance claims", "mortgage defaults",
+    "tax evasion audits", "pension fund allocation", "cryptocurrency mining rigs", "casino fraud",
+    "parking tickets", "toll booth queues", "subway crowding", "bicycle sharing docks", "ferry schedules",
+    "airport baggage handling", "train delays in rural railways", "truck platooning fuel savings",
+    "tire wear", "windshield cracks", "car paint defects", "welding seams", "plumbing leaks", "roof shingles",
+    "furniture assembly instructions", "carpet weaving", "pottery glazing", "stained glass design",
+    "violin making", "guitar tablature", "drum notation", "opera librettos", "ballet choreography",
+    "stand-up comedy timing", "magic tricks", "circus acrobatics", "theatre lighting cues", "museum visitor flow",
+    "library book loans", "postal sorting", "wedding planning", "funeral arrangements", "pet adoption",
+    "dog barking", "cat litter", "aquarium algae", "houseplant watering", "lawn mowing robots",
+    "snow plough routing", "ice rink maintenance", "sauna temperature", "perfume bottles", "lipstick shades",
+    "hair dye", "nail polish", "shoe sizing", "eyeglass prescriptions", "hearing aid fitting",
+    "wheelchair ramps", "prosthetic leg sockets", "dialysis schedules", "blood bank inventory",
+    "vaccine cold chains", "snake bites", "malaria nets", "dengue outbreaks in slums", "tuberculosis sanatoriums",
+]
+FIGURES = [
+    ("learning rate", ["learning rate"]), ("batch size", ["batch size"]), ("weight decay", ["weight decay"]),
+    ("number of training epochs", ["epoch"]), ("number of GPUs", ["gpu"]), ("GPU hours", ["gpu", "hours"]),
+    ("dropout rate", ["dropout"]), ("number of warmup steps", ["warmup"]), ("random seeds", ["seed"]),
+    ("training time in hours", ["hours", "hour"]), ("memory footprint in gigabytes", ["gb", "gigabyte"]),
+    ("optimizer", ["adam", "sgd", "optimizer"]), ("sampling temperature", ["temperature"]),
+    ("number of human annotators", ["annotator"]), ("total compute cost in dollars", ["$", "dollar", "cost"]),
+    ("software licence", ["licen"]), ("number of attention heads", ["heads"]), ("hidden dimension", ["hidden"]),
+]
+FIGURE_TEMPLATES = [
+    "What {f} was used in '{t}'?", "Which {f} did the authors of {t} report?", "What is the {f} for {t}?",
+    "How many {f} did {t} need?", "What exact {f} does the paper on {t} use?",
+]
+TOPIC_TEMPLATES = [
+    "Which papers study {x}?", "Is there work on {x}?", "Are there methods for {x}?", "Which paper models {x}?",
+    "What has been proposed for {x}?",
+]
+MIXED_TEMPLATES = [
+    "Which papers apply {m} to {x}?", "Is there work on {x} using {m}?", "How can {m} help with {x}?",
+    "Are there {m} approaches for {x}?",
+]
+ANSWER_TEMPLATES = ["Which paper {w}?", "Is there work on {w}?", "How can {w}?", "What method {w}?", "{w}?",
+                    "Papers about {w}", "Which papers {w}?"]
+STOP = set("""a an the of in on for to and or with by from via is are be as at that this these those we our their its
+it into over under than then which what how can not no more most less both each such using use based new towards
+while when where between through across without within do does show shows paper propose proposed approach method
+methods results also has have been was were they them however existing recent work first one two different various
+many several large significant other novel e.g i.e only even often still further well""".split())
+METHODS = ["graph neural networks", "diffusion models", "large language models", "reinforcement learning",
+           "transformers", "contrastive learning", "federated learning", "gaussian processes", "sparse autoencoders",
+           "vision-language models", "knowledge distillation", "bayesian optimization", "optimal transport",
+           "self-supervised learning", "neural operators", "normalizing flows", "mixture of experts"]
+
+
+def words_of(text: str) -> list[str]:
+    return re.findall(r"[A-Za-z][A-Za-z0-9-]*", text)
+
+
+def absent(term: str, corpus_text: str) -> bool:
+    return not re.search(r"(?<![\w-])" + re.escape(term.lower()) + r"(?:s|es)?(?![\w-])", corpus_text)
+
+
+def generate(papers: list[dict], excluded: set[str], test_terms: set[str], rng: random.Random) -> list[tuple]:
+    """[(question, label, kind)]: label 1 = unanswerable (refuse), 0 = answerable."""
+    corpus_text = "\n".join(f"{p['title']} {p['abstract']}".lower() for p in papers)
+    pool = [p for p in papers if p["id"] not in excluded and p.get("abstract")]
+    rng.shuffle(pool)
+    # Users paraphrase: their questions share only part of the paper's words. Each generated answerable question
+    # has 20-60% of its words swapped for words of the corpus at large (by frequency), and one in twenty a misspelt
+    # word (a term no paper contains), so that the model does not learn "every word matches" as "answerable".
+    vocabulary = Counter(w.lower() for p in papers for w in set(words_of(p["title"] + " " + p["abstract"]))
+                         if w.lower() not in STOP and len(w) > 3)
+    common = [w for w, _ in vocabulary.most_common(3000)]
+
+    def paraphrase(words: list[str]) -> str:
+        share = rng.uniform(0.2, 0.6)
+        words = [rng.choice(common) if rng.random() < share else w for w in words]
+        if rng.random() < 0.05 and words:
+            i = rng.randrange(len(words))
+            w = words[i]
+            words[i] = w[:1] + w[2:3] + w[1:2] + w[3:] + "x" if len(w) > 3 else w + "qz"
+        return " ".join(words)
+
+    out = []
+    for p in pool[:500]:  # titles, words dropped
+        kept = [w for w in words_of(p["title"].split(":")[-1] if rng.random() < 0.5 else p["title"])
+                if rng.random() > 0.3]
+        if len(kept) >= 3:
+            out.append((rng.choice(ANSWER_TEMPLATES).format(w=paraphrase(kept).lower()), 0, "title"))
+    for p in pool[500:1300]:  # one abstract sentence, 4-8 content words in order
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", p["abstract"]) if len(s.split()) > 10]
+        if not sentences:
+            continue
+        content = [w for w in words_of(rng.choice(sentences)) if w.lower() not in STOP and len(w) > 2]
+        if len(content) < 4:
+            continue
+        start = rng.randrange(0, max(1, len(content) - 6))
+        kept = content[start:start + rng.randint(4, 8)]
+        out.append((rng.choice(ANSWER_TEMPLATES).format(w=paraphrase(kept)), 0, "sentence"))
+    count = re.compile(r"\b(\d[\d,.]*)\s+(?:[a-z-]+\s+)?([a-z][a-z-]+s)\b")
+    gain = re.compile(r"\b(\d[\d,.]*)\s*(%|x|×|times)")
+    for p in pool[1300:] + pool[:300]:  # a number the abstract gives
+        title = " ".join(words_of(p["title"].split(":")[0] if ":" in p["title"] else p["title"])[:6])
+        m, g = count.search(p["abstract"]), gain.search(p["abstract"])
+        if m and m.group(2) not in STOP:
+            out.append((f"How many {m.group(2)} does {title} use?", 0, "number"))
+        elif g:
+            out.append((f"By how much does {title} improve over prior work?", 0, "number"))
+    # a topic is kept when one of its words (the key term) occurs in no paper and none is a word of a test topic
+    topics = [t for t in TRAIN_TOPICS if any(absent(w, corpus_text) for w in t.split() if len(w) > 3)
+              and not ({w for w in t.lower().split() if len(w) > 4} & test_terms)]
+    for t in topics:
+        for template in rng.sample(TOPIC_TEMPLATES, 3):
+            out.append((template.format(x=t), 1, "topic"))
+        for template in rng.sample(MIXED_TEMPLATES, 2):
+            out.append((template.format(x=t, m=rng.choice(METHODS)), 1, "topic+method"))
+    for p in rng.sample(pool, 450):  # figures the abstract does not give
+        name, keys = rng.choice(FIGURES)
+        if any(k in p["abstract"].lower() for k in keys):
+            continue
+        title = p["title"] if rng.random() < 0.5 else " ".join(words_of(p["title"])[:5])
+        out.append((rng.choice(FIGURE_TEMPLATES).format(f=name, t=title), 1, "figure"))
+    return out, topics
+
+
+def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, steps: int = 3000, lr: float = 0.5) -> tuple:
+    mean, scale = x.mean(0), x.std(0) + 1e-9
+    z = (x - mean) / scale
+    w, b = np.zeros(z.shape[1]), 0.0
+    pos = y.mean()
+    weight = np.where(y == 1, 0.5 / pos, 0.5 / (1 - pos))  # balanced classes
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-(z @ w + b)))
+        g = (p - y) * weight
+        w -= lr * (z.T @ g / len(y) + l2 * w)
+        b -= lr * g.mean()
+    return mean, scale, w, b
+
+
+def auc(scores: np.ndarray, y: np.ndarray) -> float:
+    pos, neg = scores[y == 1], scores[y == 0]
+    return float(((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum())
+                 / (len(pos) * len(neg)))
+
+
+def listing(name: str, values) -> str:
+    """`NAME: list[float] = [...]` wrapped at 120 characters."""
+    numbers = [f"{float(v):.6f}" for v in values]
+    lines, line = [], f"{name}: list[float] = ["
+    for i, number in enumerate(numbers):
+        piece = number + ("]" if i == len(numbers) - 1 else ", ")
+        if len(line) + len(piece.rstrip()) > 119:
+            lines.append(line.rstrip())
+            line = "    "
+        line += piece
+    return "\n".join(lines + [line]) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=ROOT / "rag" / "data" / "iclr2025.jsonl")
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--dry-run", action="store_true", help="print, do not write rag/abstain.py")
+    args = parser.parse_args()
+    papers = [json.loads(x) for x in args.corpus.read_text(encoding="utf-8").splitlines() if x.strip()]
+    excluded, test_terms = set(), set()
+    for path in sorted((ROOT / "eval" / "questions").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                q = json.loads(line)
+                excluded.update(q.get("gold", []))
+                excluded.update([q["about"]] if q.get("about") else [])
+                if q["kind"] == "none":
+                    test_terms.update(w.lower() for w in words_of(q["question"]) if len(w) > 4)
+    rng = random.Random(SEED)
+    items, topics = generate(papers, excluded, test_terms, rng)
+    engine = Engine(Settings.load(data_dir=args.data_dir or ROOT / ".rag-eval" / args.corpus.stem))
+    engine.ingest([args.corpus])
+    started = time.perf_counter()
+    x = np.array([abstain.features(engine.retriever.retrieve(q, 10)) for q, _, _ in items])
+    y = np.array([label for _, label, _ in items], dtype=float)
+    kinds = np.array([kind for _, _, kind in items])
+    counts = ", ".join(f"{k} {int((kinds == k).sum())}" for k in dict.fromkeys(kinds))
+    print(f"{len(items)} generated questions ({counts}); {len(topics)} topics; "
+          f"features in {time.perf_counter() - started:.0f} s")
+    order = np.random.default_rng(SEED).permutation(len(items))
+    cut = int(0.8 * len(items))
+    train, val = order[:cut], order[cut:]
+    mean, scale, w, b = fit(x[train], y[train])
+    p_val = 1 / (1 + np.exp(-(((x[val] - mean) / scale) @ w + b)))
+    answerable = np.sort(p_val[y[val] == 0])
+    threshold = float(answerable[int(np.ceil((1 - MAX_TRAIN_FALSE_REFUSAL) * len(answerable))) - 1]) + 1e-6
+    refused = p_val >= threshold
+    print(f"validation (20%): AUC {auc(p_val, y[val]):.3f}; threshold {threshold:.3f}: refuses "
+          f"{refused[y[val] == 1].mean():.3f} of unanswerable, {refused[y[val] == 0].mean():.3f} of answerable")
+    for kind in dict.fromkeys(kinds):
+        mask = kinds[val] == kind
+        print(f"  {kind:<13} {int(mask.sum()):>4} refused {refused[mask].mean():.3f}")
+    # Refit on everything for the shipped weights; the threshold stays the one chosen on the held-back 20%.
+    mean, scale, w, b = fit(x, y)
+    for name, weight in sorted(zip(abstain.FEATURES, w), key=lambda t: -abs(t[1])):
+        print(f"  {name:<18} {weight:+.3f}")
+    block = (listing("MEAN", mean) + listing("SCALE", scale) + listing("WEIGHTS", w) +
+             f"BIAS = {round(float(b), 6)}\n"
+             f"THRESHOLD = {round(threshold, 4)}\n"
+             f'TRAINING = "{len(items)} generated questions (seed {SEED}), eval/train_abstain.py; validation AUC '
+             f'{auc(p_val, y[val]):.3f}"\n')
+    if args.dry_run:
+        print(block)
+        return 0
+    path = ROOT / "rag" / "abstain.py"
+    source = path.read_text(encoding="utf-8")
+    start = source.index("# --- fitted by eval/train_abstain.py")
+    start = source.index("\n", start) + 1
+    end = source.index("# --- end of fitted values")
+    path.write_text(source[:start] + block + source[end:], encoding="utf-8")
+    print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
