@@ -19,6 +19,7 @@ CSS = """
 .src-head {display: flex; gap: 8px; align-items: baseline;}
 .src-n {font-weight: 700;}
 .src-title {font-weight: 600;}
+.searched {font-size: 0.85em; opacity: 0.75;}
 .src-preview {font-style: italic; font-size: 0.9em; margin-top: 2px;}
 .src-meta {font-size: 0.85em; opacity: 0.8; margin: 2px 0 6px 0;}
 .badge {font-size: 0.75em; padding: 1px 6px; border-radius: 10px; border: 1px solid currentColor; white-space: nowrap;}
@@ -132,8 +133,12 @@ def answer_markdown(answer: dict, turn: int) -> str:
     refusal lists the nearest papers as links to their cards and to OpenReview."""
     text = _CITED.sub(lambda m: "[" + ", ".join(
         f'<a href="#src-{turn}-{n}">{n}</a>' for n in m.group(1).split(", ")) + "]", inert(plain(answer["answer"])))
+    text = text.replace("\n\n", "\x00").replace("\n", "  \n").replace("\x00", "\n\n")  # list lines stay lines
     parts = [f"*{inert(n)}*" for n in answer["notices"]]
     parts.append(text)
+    searched = search_line(answer)
+    if searched:
+        parts.append(f'<span class="searched">{searched}</span>')
     if answer["abstained"] and answer["sources"]:
         parts.append("Nearest papers:\n\n" + "\n".join(
             f'- <a href="#src-{turn}-{s["n"]}">[{s["n"]}]</a> {inert(plain(s["title"]))}'
@@ -146,6 +151,23 @@ def answer_markdown(answer: dict, turn: int) -> str:
             f"“{inert(plain(u))}”" for u in answer["unsupported"]))
     parts.append(f"<sub>{inert(footer(answer))}</sub>")
     return "\n\n".join(parts)
+
+
+def search_line(answer: dict) -> str:
+    """What was searched, when it is not the question as typed: the filters the question's words set, the
+    previous answer's papers a follow-up was answered from, the words searched. Escaped."""
+    bits = []
+    filters = answer.get("filters") or {}
+    if "decisions" in filters.get("from_question", []):
+        bits.append("only " + " or ".join(inert(d) for d in filters["decisions"]))
+    if "author" in filters.get("from_question", []):
+        bits.append(f"only papers by {inert(filters['author'])}")
+    if answer.get("focus"):
+        n = len(answer["focus"])
+        bits.append(f"within the previous answer's {'paper' if n == 1 else f'{n} papers'}")
+    if answer.get("retrieval_query"):
+        bits.append(f"searched “{inert(answer['retrieval_query'])}”")
+    return "Searched: " + "; ".join(bits) if bits else ""
 
 
 def footer(answer: dict) -> str:
