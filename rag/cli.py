@@ -443,7 +443,7 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
       rag serve --collection mine my.jsonl   # a collection of your own files
     """
     from rag import lock
-    from ui.app import launch
+    from rag.ui.app import launch
 
     engine = _engine(**settings)
     _check_port(engine.settings.host, engine.settings.port)

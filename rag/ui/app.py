@@ -1,5 +1,5 @@
 """The web chat: Gradio Blocks over `Engine.stream`, a thin shell that only renders what the library returns
-(the rendering itself is `ui.render`; the HTTP-level protections are `ui.guard`).
+(the rendering itself is `rag.ui.render`; the HTTP-level protections are `rag.ui.guard`).
 
 - The answer streams into the chat; each [n] links to a source card (title or label, authors, decision badge,
   OpenReview link, the best-matching snippet with the question's terms highlighted, the score, and the whole
@@ -10,7 +10,7 @@
 - Per-session state only: Gradio hands each browser session its own history and answers; the engine keeps none.
 - Safety: binds 127.0.0.1 unless RAG_HOST says otherwise, optional login (RAG_AUTH=user:password), never
   `share`, analytics off (rag/__init__.py). Paper, model and user text is shown as text, never as live markup
-  (`ui.render.inert`); errors shown to users never carry server paths (`public_message`).
+  (`rag.ui.render.inert`); errors shown to users never carry server paths (`public_message`).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from rag.embeddings import EmbeddingError
 from rag.engine import Engine, QuestionError
 from rag.index import StoreError
 from rag.ingest import SUPPORTED_SUFFIXES
-from ui.guard import Guard
-from ui.render import CSS, answer_markdown, export_markdown, inert, sources_panel
+from rag.ui.guard import Guard
+from rag.ui.render import CSS, answer_markdown, export_markdown, inert, sources_panel
 
 log = logging.getLogger("rag.ui")
 
@@ -213,7 +213,7 @@ def build(engine: Engine) -> gr.Blocks:
         progress = gr.Markdown(indexing_line(engine), elem_id="indexing")
         with gr.Row():
             with gr.Column(scale=3):
-                # latex_delimiters=[]: TeX from papers is shown as plain text (`ui.render.plain`), never typeset
+                # latex_delimiters=[]: TeX from papers is shown as plain text (`rag.ui.render.plain`), never typeset
                 # by KaTeX from a paper's own `$$...$$` (which could draw over the page).
                 chatbot = gr.Chatbot(label="Conversation", height=560, elem_id="chat", sanitize_html=True,
                                      latex_delimiters=[],

@@ -1,0 +1,1 @@
+"""rag.ui: the Gradio web chat, a thin shell over `rag.engine.Engine`."""

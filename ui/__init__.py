@@ -1,1 +1,0 @@
-"""ui: the Gradio web chat, a thin shell over `rag.engine.Engine`."""
