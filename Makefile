@@ -34,8 +34,9 @@ test: $(STAMP) system-deps lint ## Install what the tests need (chromium, strace
 test-fast: $(STAMP) ## The edit loop: tests without a browser, a Chroma server or long runs (no apt-get)
 	$(BIN)/python -m pytest -q -m "not browser and not server and not slow"
 
-lint: $(STAMP) ## ruff over the code and tests
+lint: $(STAMP) ## ruff over the code and tests, mypy over rag/
 	$(BIN)/ruff check rag tests eval bench
+	$(BIN)/mypy
 
 soak: $(STAMP) system-deps ## Long reliability runs: 1,000+ fuzzed inputs, 10 kill -9 trials, 60 s of 20-session load
 	$(BIN)/python -m pytest tests/reliability --soak -s -q
@@ -59,4 +60,4 @@ eval: $(STAMP) ## rag eval: bm25 / dense / hybrid on the seeds, then on the bund
 	$(BIN)/rag eval eval/questions/corpus_none.jsonl --corpus $(CORPUS)
 
 clean: ## Remove the index (.rag) and caches, keep .venv
-	rm -rf .rag .pytest_cache
+	rm -rf .rag .pytest_cache .mypy_cache

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from rag.config import Settings
-from rag.retrieve import Retrieval
+from rag.retrieve import Retrieval, ScoredSentence
 
 MAX_PER_PAPER = 2  # sentences quoted from one paper in an extractive answer
 RELATIVE_FLOOR = 0.8  # a quoted sentence scores at least this share of the best sentence's score
@@ -140,7 +140,7 @@ def extractive(retrieval: Retrieval, settings: Settings) -> tuple[str, list[int]
     if not ranked:
         return "", []
     floor = RELATIVE_FLOOR * ranked[0].score
-    chosen = []
+    chosen: list[ScoredSentence] = []
     per_paper: dict[int, int] = {}
     for sentence in ranked:
         if len(chosen) >= settings.max_answer_sentences or sentence.score < floor:

@@ -236,7 +236,7 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
         click.echo(json.dumps(engine.ask(question, history=turns, decision=decision, author=author).to_dict(),
                               ensure_ascii=False))
     else:
-        stream_to_terminal(engine, question, turns, decision, author)
+        stream_to_terminal(engine, question or "", turns, decision, author)
 
 
 def stream_to_terminal(engine, question: str, history, decision: str | None = None, author: str | None = None):
@@ -276,7 +276,7 @@ def _ask_batch(engine, lines, decision: str | None, author: str | None) -> int:
     return EXIT_PARTIAL if failed else EXIT_OK
 
 
-def _load_history(file) -> list[dict[str, Any]]:
+def _load_history(file) -> list[dict[str, Any]] | None:
     try:
         return _check_history(json.load(file))
     except ValueError as exc:

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from rag import lock, prompts
 from rag.answer import (NO_ANSWER, Answer, Delta, Restart, abstention_text, extractive, should_abstain,
@@ -91,11 +91,11 @@ def check_decisions(decision: Any, known: set[str]) -> list[str]:
             by_name.setdefault(short.group(1).strip().casefold(), value)
     out = []
     for d in given:
-        value = by_name.get(" ".join(d.split()).casefold())
-        if value is None:
+        found = by_name.get(" ".join(d.split()).casefold())
+        if found is None:
             raise QuestionError(f"unknown decision {d[:60]!r}; use one of: "
                                 + ", ".join(sorted(known | set(DECISIONS))) + " (or Oral / Spotlight / Poster).")
-        out.append(value)
+        out.append(found)
     return list(dict.fromkeys(out))
 
 
@@ -195,7 +195,7 @@ class Engine:
                 self._retriever = HybridRetriever(index, self.settings.candidates)
             return self._retriever
 
-    def ingest(self, paths: list[str | Path], progress: Callable[[int, int], None] | None = None,
+    def ingest(self, paths: Sequence[str | Path], progress: Callable[[int, int], None] | None = None,
                refresh_every: float | None = None) -> IngestStats:
         """Read files and directories into the store. Bad records are skipped and listed in `stats.problems`.
         With `refresh_every` (seconds), questions asked meanwhile search the papers stored so far, refreshed at

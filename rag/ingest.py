@@ -30,7 +30,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 SEED_SUFFIXES = {".txt", ".md"}
 JSON_SUFFIXES = {".jsonl", ".ndjson", ".json"}
@@ -125,7 +125,7 @@ def first_sentence(text: str, limit: int = 240) -> str:
     return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
 
 
-def read_paths(paths: list[str | Path]) -> ReadResult:
+def read_paths(paths: Sequence[str | Path]) -> ReadResult:
     """Read files and directories into papers. Duplicate ids keep the first record and report the others; an exact
     repeat in another file is noted in `also_in`, since that file holds the paper too (see `rag.index`)."""
     result = ReadResult()
@@ -154,7 +154,7 @@ def read_paths(paths: list[str | Path]) -> ReadResult:
     return result
 
 
-def _expand(paths: list[str | Path], problems: list[Problem]) -> Iterator[Path]:
+def _expand(paths: Sequence[str | Path], problems: list[Problem]) -> Iterator[Path]:
     for raw in paths:
         path = Path(raw)
         if not path.exists():
@@ -286,7 +286,7 @@ def _next_element(text: str, pos: int, indent: int | None) -> int:
         if char == "\n":
             in_string = False
             if indent is not None:
-                start = _INDENT.match(text, i + 1).end()
+                start = _INDENT.match(text, i + 1).end()  # type: ignore[union-attr]  # [ \t]* matches anywhere
                 column, opener = start - i - 1, text[start:start + 1]
                 starts = opener in ("{", "[") if indent == 0 else opener not in ("", "}", "]", ",", "\r", "\n")
                 if column == indent and starts or column < indent and opener == "]":

@@ -24,6 +24,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
@@ -31,7 +32,7 @@ import gradio as gr
 from rag.answer import Answer, Delta, Restart
 from rag.config import ConfigError
 from rag.embeddings import EmbeddingError
-from rag.engine import Engine, QuestionError
+from rag.engine import Engine, QuestionError, check_k
 from rag.index import StoreError
 from rag.ingest import SUPPORTED_SUFFIXES
 from rag.ui.guard import Guard
@@ -107,7 +108,7 @@ def build(engine: Engine) -> gr.Blocks:
     for old in Path(tempfile.gettempdir()).glob("rag-export-*"):  # export folders of servers long gone
         _sweep(old.parent, EXPORT_MAX_AGE, only=old)
     export_root = Path(tempfile.mkdtemp(prefix="rag-export-")).resolve()
-    mode = (f"Answers written by **{inert(settings.llm_model)}** from the retrieved abstracts"
+    mode = (f"Answers written by **{inert(settings.llm_model or '')}** from the retrieved abstracts"
             if settings.llm_enabled else "**Extractive — no LLM configured**: answers quote the retrieved abstracts")
 
     def stream_answer(message: str, history: list[dict], answers: list[dict], decisions: list[str],
@@ -122,7 +123,7 @@ def build(engine: Engine) -> gr.Blocks:
         history.append({"role": "assistant", "content": ""})
         text = ""
         try:
-            for event in engine.stream(message, history=turns, k=k, decision=decisions or None,
+            for event in engine.stream(message, history=turns, k=check_k(k), decision=decisions or None,
                                        author=author or None):
                 if isinstance(event, Delta):
                     text += event.text
@@ -243,7 +244,7 @@ def build(engine: Engine) -> gr.Blocks:
             trigger(stream_answer, inputs, outputs, api_visibility="private",
                     concurrency_limit=settings.concurrency, concurrency_id="ask")
         chatbot.like(on_feedback, [answers], None, api_visibility="private")
-        reset = (lambda: ([], [], sources_panel([]), None, None), None,
+        reset: tuple[Callable[[], tuple], None, list] = (lambda: ([], [], sources_panel([]), None, None), None,
                  [chatbot, answers, cards, export_md, export_json])
         clear.click(*reset, api_visibility="private")
         chatbot.clear(*reset, api_visibility="private")  # the chat's own trash icon resets everything too
