@@ -100,7 +100,8 @@ def app(tmp_path_factory, llm, trap):
     (base / "evil.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (EVIL, hostile_markdown(trap.url), MARKUP)))
     engine = Engine(Settings(data_dir=base / "index", port=free_port(), llm_model="fake-chat",
                              llm_base_url=llm.base_url, llm_timeout=3, llm_max_retries=0))
-    engine.ingest([SEEDS, DATA / "papers_small.jsonl", base / "evil.jsonl"])
+    engine.ingest([SEEDS])  # on its own: the same call as the session's seed stores, embedded once
+    engine.ingest([DATA / "papers_small.jsonl", base / "evil.jsonl"])
     demo = launch(engine, block=False)
     yield f"http://127.0.0.1:{engine.settings.port}", engine
     demo.close()

@@ -46,7 +46,8 @@ def service(tmp_path_factory, llm):
     engine = Engine(Settings(data_dir=base / "index", port=free_port(), llm_model="fake-chat",
                              llm_base_url=llm.base_url, llm_api_key=KEY, llm_timeout=TIMEOUT,
                              llm_connect_timeout=1.0, llm_max_retries=1))
-    engine.ingest([SEEDS, DATA / "papers_small.jsonl", base / "injected.jsonl"])
+    engine.ingest([SEEDS])  # on its own: the same call as the session's seed stores, embedded once
+    engine.ingest([DATA / "papers_small.jsonl", base / "injected.jsonl"])
     demo = launch(engine, block=False)
     yield f"http://127.0.0.1:{engine.settings.port}", engine, base / "index"
     demo.close()
