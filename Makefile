@@ -37,8 +37,9 @@ test: $(STAMP) system-deps lint ## Install what the tests need (chromium, strace
 test-fast: $(STAMP) ## The edit loop: tests without a browser, a Chroma server or long runs (no apt-get)
 	$(BIN)/python -m pytest -q -m "not browser and not server and not slow"
 
-lint: $(STAMP) ## ruff over the code and tests
-	$(BIN)/ruff check rag ui tests eval bench
+lint: $(STAMP) ## ruff over the code and tests, mypy over rag/
+	$(BIN)/ruff check rag tests eval bench
+	$(BIN)/mypy
 
 soak: $(STAMP) system-deps ## Long reliability runs: 1,000+ fuzzed inputs, 10 kill -9 trials, 60 s of 20-session load
 	$(BIN)/python -m pytest tests/reliability --soak -s -q
@@ -62,4 +63,4 @@ model: $(STAMP) ## Refit the learned abstention gate (rag/abstain.py) on questio
 	$(BIN)/python eval/train_abstain.py --corpus $(CORPUS)
 
 clean: ## Remove the index (.rag) and caches, keep .venv
-	rm -rf .rag .pytest_cache
+	rm -rf .rag .pytest_cache .mypy_cache

@@ -46,7 +46,7 @@ from typing import Any
 
 from rag import abstain
 from rag.config import Settings
-from rag.retrieve import Retrieval
+from rag.retrieve import Retrieval, ScoredSentence
 
 MAX_PER_PAPER = 2  # sentences quoted from one paper in an extractive answer
 RELATIVE_FLOOR = 0.8  # a quoted sentence scores at least this share of the best sentence's score
@@ -245,7 +245,7 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
     if single_paper:
         ranked = [s for s in ranked if s.paper_index == ranked[0].paper_index]
     floor = RELATIVE_FLOOR * ranked[0].score
-    chosen = []
+    chosen: list[ScoredSentence] = []
     per_paper: dict[int, int] = {}
     for sentence in ranked:
         if len(chosen) >= settings.max_answer_sentences or sentence.score < floor:

@@ -232,7 +232,7 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
         click.echo(json.dumps(engine.ask(question, history=turns, decision=decision, author=author).to_dict(),
                               ensure_ascii=False))
     else:
-        stream_to_terminal(engine, question, turns, decision, author)
+        stream_to_terminal(engine, question or "", turns, decision, author)
 
 
 def stream_to_terminal(engine, question: str, history, decision: str | None = None, author: str | None = None):
@@ -270,7 +270,7 @@ def _ask_batch(engine, lines, decision: str | None, author: str | None) -> int:
     return EXIT_PARTIAL if failed else EXIT_OK
 
 
-def _load_history(file) -> list[dict[str, Any]]:
+def _load_history(file) -> list[dict[str, Any]] | None:
     try:
         return _check_history(json.load(file))
     except ValueError as exc:
@@ -450,7 +450,7 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
       rag serve --collection mine my.jsonl   # a collection of your own files
     """
     from rag import lock
-    from ui.app import launch
+    from rag.ui.app import launch
 
     engine = _engine(**settings)
     _check_port(engine.settings.host, engine.settings.port)

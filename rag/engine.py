@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from rag import lock, prompts, zh
 from rag.answer import Answer, Delta, Restart, Source, sources_from
@@ -99,11 +99,11 @@ def check_decisions(decision: Any, known: set[str]) -> list[str]:
             by_name.setdefault(short.group(1).strip().casefold(), value)
     out = []
     for d in given:
-        value = by_name.get(" ".join(d.split()).casefold())
-        if value is None:
+        found = by_name.get(" ".join(d.split()).casefold())
+        if found is None:
             raise QuestionError(f"unknown decision {d[:60]!r}; use one of: "
                                 + ", ".join(sorted(known | set(DECISIONS))) + " (or Oral / Spotlight / Poster).")
-        out.append(value)
+        out.append(found)
     return list(dict.fromkeys(out))
 
 
@@ -221,7 +221,7 @@ class Engine:
                 self._retriever = HybridRetriever(index)
             return self._retriever
 
-    def ingest(self, paths: list[str | Path], progress: Callable[[int, int], None] | None = None,
+    def ingest(self, paths: Sequence[str | Path], progress: Callable[[int, int], None] | None = None,
                refresh_every: float | None = None) -> IngestStats:
         """Read files and directories into the store. Bad records are skipped and listed in `stats.problems`.
         With `refresh_every` (seconds), questions asked meanwhile search the papers stored so far, refreshed at
@@ -313,14 +313,15 @@ class Engine:
         search = intent.query if query == question else parse(query, self._known_author).query
         search = zh.retrieval_query(search)  # a Chinese question is searched by its English terms (rag.zh)
         given = (("decisions", decisions, intent.decisions), ("author", author, intent.author))
-        filters = {"decisions": decisions or intent.decisions, "author": author or intent.author,
+        chosen_decisions, chosen_author = decisions or intent.decisions, author or intent.author
+        filters = {"decisions": chosen_decisions, "author": chosen_author,
                    "from_question": [name for name, mine, theirs in given if theirs and not mine]}
         k = len(focus) if focus else k or self.settings.k
         if intent.type == "count" or not intent.has_topic:  # a count, or "papers by X": as many as can be shown
             k = max(k, min(MAX_K, self.settings.candidates))
         loaded = time.perf_counter()
         retrieval = retriever.retrieve(search, RetrievalParams.from_settings(
-            self.settings, k=k, decisions=tuple(filters["decisions"]), author=filters["author"],
+            self.settings, k=k, decisions=tuple(chosen_decisions), author=chosen_author,
             paper_ids=tuple(focus)))
         retrieved = time.perf_counter()
         if self.indexing.running and self.indexing.total:

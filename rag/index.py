@@ -161,7 +161,7 @@ def _connect(url: str, chroma_settings: Any) -> Any:
     hint = (f"Start one with `chroma run --path DIR --port {port}` (the `chroma` of this venv, chromadb "
             f"{chromadb.__version__}), or unset RAG_CHROMA_URL to use the embedded store.")
     try:
-        client = chromadb.HttpClient(host=parts.hostname, port=port, ssl=ssl, settings=chroma_settings)
+        client = chromadb.HttpClient(host=parts.hostname or "", port=port, ssl=ssl, settings=chroma_settings)
         client.heartbeat()
         version = str(client.get_version())
     except Exception as exc:
@@ -267,8 +267,8 @@ class PaperIndex:
             else:
                 stats.removed += 1
         self._delete(stale)
-        for part in _parts(list(released)):
-            self.papers.update(ids=part, metadatas=[released[pid] for pid in part])
+        for ids in _parts(list(released)):
+            self.papers.update(ids=ids, metadatas=[released[pid] for pid in ids])
 
         done = 0
         if progress:
@@ -345,7 +345,8 @@ class PaperIndex:
         vectors, span_vectors = self.embedder.embed_spans(texts, spans)
         for node, vector in zip(nodes, vectors):
             node.embedding = vector.tolist()
-        ids, documents, metadatas, sentence_vectors = [], [], [], []
+        ids, documents, metadatas = [], [], []
+        sentence_vectors: list[np.ndarray] = []
         missing: list[int] = []  # sentences no chunk holds (or cut off by truncation): embedded on their own
         for owner, paper in enumerate(papers):
             for m, ((a, b), (j, k)) in enumerate(zip(sentences[owner], placed[owner])):

@@ -30,7 +30,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
+
 from rag.text import first_sentence
 
 SEED_SUFFIXES = {".txt", ".md"}
@@ -120,7 +121,7 @@ def stable_id(text: str, prefix: str = "abs-") -> str:
     return prefix + hashlib.sha256(normalize_text(text).lower().encode("utf-8")).hexdigest()[:16]
 
 
-def read_paths(paths: list[str | Path]) -> ReadResult:
+def read_paths(paths: Sequence[str | Path]) -> ReadResult:
     """Read files and directories into papers. Duplicate ids keep the first record and report the others; an exact
     repeat in another file is noted in `also_in`, since that file holds the paper too (see `rag.index`)."""
     result = ReadResult()
@@ -149,7 +150,7 @@ def read_paths(paths: list[str | Path]) -> ReadResult:
     return result
 
 
-def _expand(paths: list[str | Path], problems: list[Problem]) -> Iterator[Path]:
+def _expand(paths: Sequence[str | Path], problems: list[Problem]) -> Iterator[Path]:
     for raw in paths:
         path = Path(raw)
         if not path.exists():
@@ -281,7 +282,7 @@ def _next_element(text: str, pos: int, indent: int | None) -> int:
         if char == "\n":
             in_string = False
             if indent is not None:
-                start = _INDENT.match(text, i + 1).end()
+                start = _INDENT.match(text, i + 1).end()  # type: ignore[union-attr]  # [ \t]* matches anywhere
                 column, opener = start - i - 1, text[start:start + 1]
                 starts = opener in ("{", "[") if indent == 0 else opener not in ("", "}", "]", ",", "\r", "\n")
                 if column == indent and starts or column < indent and opener == "]":

@@ -127,11 +127,11 @@ def parse(question: str, known_author: Callable[[str], bool] = lambda name: Fals
             text = text[:match.start()] + keep + text[match.end():]
         intent.decisions = list(dict.fromkeys(intent.decisions))
         for name, pattern in _TYPE_PATTERNS + _ZH_TYPES:
-            match = pattern.search(text)
-            if match:
+            found = pattern.search(text)
+            if found:
                 intent.type = name
                 if name in ("authors", "link", "count") and pattern.pattern.startswith("^"):
-                    text = text[match.end():]
+                    text = text[found.end():]
                 elif name == "list":
                     text = _LIST_LEAD.sub("", text)
                 break

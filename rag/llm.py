@@ -20,10 +20,13 @@ import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator, cast
 
 from rag.config import Settings
 from rag.errors import RagError
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 _MAX_DETAIL = 200  # characters of the server's own error text worth quoting; longer is a page, not a reason
 
@@ -66,7 +69,8 @@ class ChatClient:
     def complete(self, messages: list[dict[str, str]], max_tokens: int = 128) -> str:
         """One non-streamed answer (used for rewriting follow-up questions)."""
         result = self._run(lambda: self._client.chat.completions.create(
-            model=self.model, messages=messages, temperature=self.settings.llm_temperature, max_tokens=max_tokens,
+            model=self.model, messages=cast("list[ChatCompletionMessageParam]", messages),
+            temperature=self.settings.llm_temperature, max_tokens=max_tokens,
         ), streamed=False)
         text = "".join(result)
         if not text.strip():
@@ -76,8 +80,9 @@ class ChatClient:
     def stream(self, messages: list[dict[str, str]], completion: Completion) -> Iterator[str]:
         """Yield the answer's text deltas as they arrive; `completion` gets usage and timing."""
         return self._run(lambda: self._client.chat.completions.create(
-            model=self.model, messages=messages, temperature=self.settings.llm_temperature,
-            max_tokens=self.settings.llm_max_tokens, stream=True, stream_options={"include_usage": True},
+            model=self.model, messages=cast("list[ChatCompletionMessageParam]", messages),
+            temperature=self.settings.llm_temperature, max_tokens=self.settings.llm_max_tokens,
+            stream=True, stream_options={"include_usage": True},
         ), streamed=True, completion=completion)
 
     # ---- the worker / queue pump -------------------------------------------------------------------

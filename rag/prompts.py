@@ -1,5 +1,9 @@
 """Prompts: the text templates in prompts/ (or a `prompts_dir` override), filled in for each request.
 
+The templates ship inside the package: `rag/prompt_templates` is a link to the top-level prompts/ (the copy people
+read and edit), and pyproject makes its files package data, so a checkout, an editable install and a wheel all read
+them with `importlib.resources`.
+
 The answer prompt asks for the answer in the question's language (`answer_language`). Only scripts are told
 apart, which takes no model and no guessing: CJK characters make a question Chinese, Japanese (with kana) or
 Korean (Hangul); anything else is "the language of the question", which the model reads better than we could.
@@ -8,21 +12,22 @@ Korean (Hangul); anything else is "the language of the question", which the mode
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from rag.config import ConfigError, Settings
 
-DEFAULT_DIR = Path(__file__).resolve().parent.parent / "prompts"
+DEFAULT_DIR: Traversable = resources.files("rag") / "prompt_templates"
 NAMES = ("system", "answer", "condense")
 
 
 def load(settings: Settings) -> dict[str, str]:
-    """Every template, from `prompts_dir` where it has the file, else from the project's prompts/."""
+    """Every template, from `prompts_dir` where it has the file, else the bundled one (prompts/)."""
     templates = {}
     for name in NAMES:
-        candidates = ([settings.prompts_dir / f"{name}.txt"] if settings.prompts_dir else []) + \
-                     [DEFAULT_DIR / f"{name}.txt"]
+        candidates: list[Traversable] = [settings.prompts_dir / f"{name}.txt"] if settings.prompts_dir else []
+        candidates.append(DEFAULT_DIR / f"{name}.txt")
         path = next((p for p in candidates if p.is_file()), None)
         if path is None:
             raise ConfigError(f"prompt template {name}.txt not found in {', '.join(map(str, candidates))}")

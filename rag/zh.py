@@ -83,7 +83,8 @@ def _tokenizer():
 
 def _longest_matches(segment: str, terms: dict[str, tuple[str, ...]]) -> list[tuple[str, str]]:
     """Glossary terms inside a segment jieba kept whole (greedy, longest first): (Chinese, English)."""
-    out, i, longest = [], 0, max(map(len, terms), default=1)
+    out: list[tuple[str, str]] = []
+    i, longest = 0, max(map(len, terms), default=1)
     while i < len(segment):
         for size in range(min(longest, len(segment) - i), 0, -1):
             piece = segment[i:i + size]

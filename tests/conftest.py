@@ -6,6 +6,7 @@ import os
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,6 +44,36 @@ SLOW_TESTS = {
     "test_an_edited_seed_abstract_replaces_its_chunks",
     "test_an_index_without_stored_sentences_still_answers_and_ingest_adds_them",
 }
+
+
+def _embed_each_input_once() -> None:
+    """Many tests ingest the same seed files into a fresh store (embedded, on the server, beside other files); the
+    bundled embedder gives the same vectors for the same call every time (ONNX on the CPU is deterministic), so
+    in this process each distinct call is computed once and its result reused: the stores, chunks and rankings are
+    the same, without embedding the seeds a dozen times. A call with any other texts or spans is computed for
+    real; `rag` subprocesses always embed, and tests/test_embeddings.py tests the embedder itself."""
+    from rag.embeddings import MiniLMEmbedding
+
+    embed, embed_spans = MiniLMEmbedding.embed, MiniLMEmbedding.embed_spans
+    seen: dict[tuple, Any] = {}
+
+    def remembered(self, texts):
+        key = ("embed", self.identity, tuple(texts))
+        if key not in seen:
+            seen[key] = embed(self, texts)
+        return seen[key].copy()
+
+    def remembered_spans(self, texts, spans):
+        key = ("spans", self.identity, tuple(texts), tuple(tuple(s) for s in spans))
+        if key not in seen:
+            seen[key] = embed_spans(self, texts, spans)
+        vectors, span_vectors = seen[key]
+        return vectors.copy(), [v.copy() for v in span_vectors]
+
+    MiniLMEmbedding.embed, MiniLMEmbedding.embed_spans = remembered, remembered_spans
+
+
+_embed_each_input_once()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -24,11 +24,17 @@ def small_set(tmp_path_factory):
     return path, picked
 
 
+@pytest.fixture(scope="module")
+def eval_index(tmp_path_factory):
+    """One index for both answer modes: the second `rag eval` finds the seeds stored and embeds nothing."""
+    return tmp_path_factory.mktemp("eval-index") / "index"
+
+
 @pytest.mark.parametrize("answers", ["extractive", "llm"])
-def test_rag_eval_compares_configurations_in_one_run_and_writes_the_report(small_set, tmp_path, answers):
+def test_rag_eval_compares_configurations_in_one_run_and_writes_the_report(small_set, eval_index, tmp_path, answers):
     path, picked = small_set
     args = ["eval", str(path), "--corpus", str(SEEDS), "--out", str(tmp_path / "reports"), "--name", "small"]
-    settings = {"data_dir": tmp_path / "index"}
+    settings = {"data_dir": eval_index}
     configs = ["bm25", "dense", "hybrid-rrf60", "hybrid"] if answers == "extractive" else ["hybrid"]
     args += ["--configs", ",".join(configs)]
     with FakeOpenAI() as llm:

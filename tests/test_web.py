@@ -94,13 +94,14 @@ def hostile_markdown(trap_url: str) -> dict:
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, llm, trap):
-    from ui.app import launch
+    from rag.ui.app import launch
 
     base = tmp_path_factory.mktemp("web")
     (base / "evil.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (EVIL, hostile_markdown(trap.url), MARKUP)))
     engine = Engine(Settings(data_dir=base / "index", port=free_port(), llm_model="fake-chat",
                              llm_base_url=llm.base_url, llm_timeout=3, llm_max_retries=0))
-    engine.ingest([SEEDS, DATA / "papers_small.jsonl", base / "evil.jsonl"])
+    engine.ingest([SEEDS])  # on its own: the same call as the session's seed stores, embedded once
+    engine.ingest([DATA / "papers_small.jsonl", base / "evil.jsonl"])
     demo = launch(engine, block=False)
     yield f"http://127.0.0.1:{engine.settings.port}", engine
     demo.close()
@@ -264,7 +265,7 @@ def test_ten_concurrent_api_sessions_get_their_own_answers(app):
 
 
 def test_login_is_required_when_rag_auth_is_set(tmp_path):
-    from ui.app import launch
+    from rag.ui.app import launch
 
     engine = Engine(Settings(data_dir=tmp_path / "index", port=free_port(), auth="reader:s3cret"))
     engine.ingest([DATA / "papers_small.jsonl"])
@@ -310,7 +311,7 @@ def test_rag_auth_without_a_password_is_refused_at_start():
 
 
 def test_exports_of_old_sessions_and_gradio_cached_copies_are_removed(tmp_path):
-    from ui.app import EXPORT_MAX_AGE, _sweep, build
+    from rag.ui.app import EXPORT_MAX_AGE, _sweep, build
 
     old, fresh = tmp_path / "old", tmp_path / "fresh"
     for folder in (old, fresh):
@@ -409,7 +410,7 @@ def test_the_page_shows_indexing_progress_and_adds_uploaded_papers(browser, tmp_
     searched; "Add papers" ingests an uploaded file like `rag ingest`, reporting its bad records by file:line."""
     import threading
 
-    from ui.app import launch
+    from rag.ui.app import launch
 
     engine = Engine(Settings(data_dir=tmp_path / "index", port=free_port()), serving=True)
     engine.ingest([SEEDS])

@@ -1,1 +1,1 @@
-"""ui: the Gradio web chat, a thin shell over `rag.engine.Engine`."""
+"""rag.ui: the Gradio web chat, a thin shell over `rag.engine.Engine`."""

@@ -1,5 +1,5 @@
 """The web chat: Gradio Blocks over `Engine.stream`, a thin shell that only renders what the library returns
-(the rendering itself is `ui.render`; the HTTP-level protections are `ui.guard`).
+(the rendering itself is `rag.ui.render`; the HTTP-level protections are `rag.ui.guard`).
 
 - The answer streams into the chat; each [n] links to a source card (title or label, authors, decision badge,
   OpenReview link, the best-matching snippet with the question's terms highlighted, the score, and the whole
@@ -10,7 +10,7 @@
 - Per-session state only: Gradio hands each browser session its own history and answers; the engine keeps none.
 - Safety: binds 127.0.0.1 unless RAG_HOST says otherwise, optional login (RAG_AUTH=user:password), never
   `share`, analytics off (rag/__init__.py). Paper, model and user text is shown as text, never as live markup
-  (`ui.render.inert`); errors shown to users never carry server paths (`public_message`).
+  (`rag.ui.render.inert`); errors shown to users never carry server paths (`public_message`).
 """
 
 from __future__ import annotations
@@ -24,16 +24,17 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
 
 from rag.answer import Answer, Delta, Restart
-from rag.engine import Engine
+from rag.engine import Engine, check_k
 from rag.errors import RagError, one_line
 from rag.ingest import SUPPORTED_SUFFIXES
-from ui.guard import Guard
-from ui.render import CSS, answer_markdown, export_markdown, inert, sources_panel
+from rag.ui.guard import Guard
+from rag.ui.render import CSS, answer_markdown, export_markdown, inert, sources_panel
 
 log = logging.getLogger("rag.ui")
 
@@ -103,7 +104,7 @@ def build(engine: Engine) -> gr.Blocks:
     for old in Path(tempfile.gettempdir()).glob("rag-export-*"):  # export folders of servers long gone
         _sweep(old.parent, EXPORT_MAX_AGE, only=old)
     export_root = Path(tempfile.mkdtemp(prefix="rag-export-")).resolve()
-    mode = (f"Answers written by **{inert(settings.llm_model)}** from the retrieved abstracts"
+    mode = (f"Answers written by **{inert(settings.llm_model or '')}** from the retrieved abstracts"
             if settings.llm_enabled else "**Extractive — no LLM configured**: answers quote the retrieved abstracts")
 
     def stream_answer(message: str, history: list[dict], answers: list[dict], decisions: list[str],
@@ -119,7 +120,7 @@ def build(engine: Engine) -> gr.Blocks:
         history.append({"role": "assistant", "content": ""})
         text = ""
         try:
-            for event in engine.stream(message, history=turns, k=k, decision=decisions or None,
+            for event in engine.stream(message, history=turns, k=check_k(k), decision=decisions or None,
                                        author=author or None):
                 if isinstance(event, Delta):
                     text += event.text
@@ -210,7 +211,7 @@ def build(engine: Engine) -> gr.Blocks:
         progress = gr.Markdown(indexing_line(engine), elem_id="indexing")
         with gr.Row():
             with gr.Column(scale=3):
-                # latex_delimiters=[]: TeX from papers is shown as plain text (`ui.render.plain`), never typeset
+                # latex_delimiters=[]: TeX from papers is shown as plain text (`rag.ui.render.plain`), never typeset
                 # by KaTeX from a paper's own `$$...$$` (which could draw over the page).
                 chatbot = gr.Chatbot(label="Conversation", height=560, elem_id="chat", sanitize_html=True,
                                      latex_delimiters=[],
@@ -240,7 +241,7 @@ def build(engine: Engine) -> gr.Blocks:
             trigger(stream_answer, inputs, outputs, api_visibility="private",
                     concurrency_limit=settings.concurrency, concurrency_id="ask")
         chatbot.like(on_feedback, [answers], None, api_visibility="private")
-        reset = (lambda: ([], [], sources_panel([]), None, None), None,
+        reset: tuple[Callable[[], tuple], None, list] = (lambda: ([], [], sources_panel([]), None, None), None,
                  [chatbot, answers, cards, export_md, export_json])
         clear.click(*reset, api_visibility="private")
         chatbot.clear(*reset, api_visibility="private")  # the chat's own trash icon resets everything too

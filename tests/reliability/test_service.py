@@ -39,14 +39,15 @@ def llm():
 @pytest.fixture(scope="module")
 def service(tmp_path_factory, llm):
     """(base URL, engine, data dir) of the web app over seeds/ + 8 corpus papers + one injected abstract."""
-    from ui.app import launch
+    from rag.ui.app import launch
 
     base = tmp_path_factory.mktemp("service")
     (base / "injected.jsonl").write_text(json.dumps(INJECTED) + "\n")
     engine = Engine(Settings(data_dir=base / "index", port=free_port(), llm_model="fake-chat",
                              llm_base_url=llm.base_url, llm_api_key=KEY, llm_timeout=TIMEOUT,
                              llm_connect_timeout=1.0, llm_max_retries=1))
-    engine.ingest([SEEDS, DATA / "papers_small.jsonl", base / "injected.jsonl"])
+    engine.ingest([SEEDS])  # on its own: the same call as the session's seed stores, embedded once
+    engine.ingest([DATA / "papers_small.jsonl", base / "injected.jsonl"])
     demo = launch(engine, block=False)
     yield f"http://127.0.0.1:{engine.settings.port}", engine, base / "index"
     demo.close()
@@ -119,7 +120,7 @@ def test_a_request_body_over_the_cap_is_refused_before_it_is_read(service):
     import http.client
     from urllib.parse import urlparse
 
-    from ui.guard import MAX_BODY
+    from rag.ui.guard import MAX_BODY
 
     url = urlparse(service[0])
     connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)

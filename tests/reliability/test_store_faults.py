@@ -45,7 +45,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def test_a_chroma_server_stopped_mid_session_is_a_clear_error_and_recovers(tmp_path):
-    from ui.app import launch
+    from rag.ui.app import launch
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
