@@ -48,6 +48,9 @@ _ANAPHORA = re.compile(
     r"(?:this|that|these|those|the|same)\s+(?:paper|papers|work|works|method|methods|approach|approaches|one|ones|"
     r"study|studies|authors?)(?!\s+(?:about|on|called|titled|named|that|which|proposing|by|from|in|with|for|of)\b))"
     r"\b|它|它们|他们|这篇|那篇|该论文|该方法|这些论文|这个方法", re.I)
+_SINGULAR = re.compile(r"\b(?:it|its|(?:this|that|the|same)\s+(?:paper|work|method|approach|one|study))\b|它|这篇|那篇|"
+                       r"该论文|该方法|这个方法", re.I)
+_PLURAL = re.compile(r"\b(?:these|those)\s+(?:papers|works|methods|approaches|ones|studies)\b|它们|这些论文", re.I)
 # A question that continues the previous one's topic without repeating it ("And for images?", "What about ViTs?").
 _ELLIPSIS = re.compile(r"^(?:and|but|also|what\s+about|how\s+about|same\s+for)\b|^(?:那|那么|还有)", re.I)
 
@@ -157,7 +160,9 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None) -> list
     if not history or not _ANAPHORA.search(question):
         return []
     last = next((t for t in reversed(history) if t.get("role") == "assistant"), None)
-    return list((last or {}).get("paper_ids") or [])[:MAX_FOCUS]
+    ids = list((last or {}).get("paper_ids") or [])
+    # "it", "the paper": the paper the previous answer was first about; "they", "these papers": all it cited.
+    return ids[:1] if _SINGULAR.search(question) and not _PLURAL.search(question) else ids[:MAX_FOCUS]
 
 
 @dataclass

@@ -26,7 +26,8 @@ _ABOUT = rf"(?:(?:the|a|that|this)\s+)?(?:{_PAPER}\s+)?(?:(?:about|on|called|tit
 
 _TYPE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("authors", re.compile(
-        rf"^(?:who\s+(?:wrote|authored|are\s+the\s+authors\s+of|were\s+the\s+authors\s+of|is\s+the\s+author\s+of|"
+        rf"^(?:who\s+(?:studied|proposed|introduced|developed|presented|showed|built|created|designed|wrote|authored|"
+        rf"are\s+the\s+authors\s+of|were\s+the\s+authors\s+of|is\s+the\s+author\s+of|"
         rf"is\s+behind|are\s+behind)|(?:what\s+are\s+|list\s+|give\s+me\s+|name\s+)?the\s+authors?\s+of|"
         rf"authors?\s+of)\s+{_ABOUT}", re.I)),
     ("link", re.compile(
@@ -36,7 +37,7 @@ _TYPE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
                          rf"(?:\s+(?:are|were|is|in\s+the\s+list|at\s+iclr(?:\s+2025)?))*"
                          rf"(?:\s+(?:about|on|use|using|that|which|address|study|propose))?\s*", re.I)),
     ("compare", re.compile(r"\bcompare\s+.+\s+(?:and|with|to)\s+\S|\bcomparison\s+(?:of|between)\s+.+\s+and\s+\S|"
-                           r"\b(?:versus|vs\.?)\s+\S|\bdiffer(?:ence|ences)?\s+between\b|"
+                           r"\b(?:versus|vs\.?)\s+\S|\bdiffer(?:ence|ences)?\s+between\b|\bdiffers?\s+from\b|"
                            r"^how\s+(?:do|does)\s+.+\s+(?:and|from)\s+.+\s+differ\b", re.I)),
     ("list", re.compile(
         rf"^(?:(?:which|what)\s+(?:\w+\s+)?(?:{_PAPER}|orals|spotlights|posters)|(?:list|show|find|give)\s+(?:me\s+)?"
@@ -59,7 +60,7 @@ _ZH_TYPES = [("authors", re.compile(r"作者|谁写")), ("link", re.compile(r"�
 
 _DECISION_TYPE = re.compile(
     rf"^(?:(?:is|was)\s+(?P<subject>.+?)\s+(?:accepted\s+as\s+)?(?:an?\s+)?(?P<asked>oral|spotlight|poster)"
-    rf"(?:\s+(?:paper|presentation))?(?:\s+at\s+iclr(?:\s+2025)?)?\s*\??$|"
+    rf"(?P<either>(?:,?\s+(?:or\s+)?(?:an?\s+)?(?:oral|spotlight|poster))+)?(?:\s+(?:paper|presentation))?(?:\s+at\s+iclr(?:\s+2025)?)?\s*\??$|"
     rf"how\s+was\s+(?P<subject2>.+?)\s+accepted(?:\s+at\s+iclr(?:\s+2025)?)?\s*\??$|"
     rf"what\s+(?:was|is)\s+the\s+(?:decision|acceptance\s+decision|outcome)\s+(?:for|on|of)\s+{_ABOUT})", re.I)
 
@@ -115,7 +116,8 @@ def parse(question: str, known_author: Callable[[str], bool] = lambda name: Fals
     if decision:  # "is X an oral?" asks about X's decision; it does not filter by it
         intent.type = "decision"
         asked = decision.group("asked")
-        intent.asked_decision = _DECISION_WORDS[asked.lower()] if asked else ""
+        # "a spotlight or a poster?" asks which, not yes or no
+        intent.asked_decision = _DECISION_WORDS[asked.lower()] if asked and not decision.group("either") else ""
         subject = decision.group("subject") or decision.group("subject2")
         text = subject if subject else text[decision.end():]
     else:

@@ -138,6 +138,11 @@ def fuse(rankings: list[tuple[float, dict[str, float]]], rrf_k: int) -> list[tup
     return [(pid, fused[pid] / best_possible) for pid in sorted(fused, key=lambda pid: (-fused[pid], pid))]
 
 
+def _plain(text: str) -> str:
+    """Lower-case words and numbers only, one space apart: how a title typed in a question is compared."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
 class HybridRetriever:
     """Dense + BM25 over a `PaperIndex`. Call `refresh()` after the store changes.
 
@@ -240,7 +245,11 @@ class HybridRetriever:
 
     def _named_match(self, question: str, paper: StoredPaper, state: "_Corpus") -> str:
         """A name-like word of the question (not its first word) that the top paper contains and at most
-        max(2, 0.5%) of all papers contain: the user asked about something this collection names."""
+        max(2, 0.5%) of all papers contain: the user asked about something this collection names. Or the paper's
+        whole title (of three words or more) written in the question."""
+        title = _plain(paper.title)
+        if title.count(" ") >= 2 and title in _plain(question):
+            return paper.title
         words = [m.group(0) for m in _NAME.finditer(question) if m.start() > 0 or not m.group(0).istitle()]
         limit = max(2, len(state.papers) // 200)
         for word in words:

@@ -129,4 +129,4 @@ def test_a_follow_up_about_the_paper_answers_from_the_paper_of_the_previous_answ
     assert data.citations and {c.paper_id for c in data.citations} == set(first.cited_ids[:1])
     # A new topic after it is searched alone.
     other = engine.ask("Which papers use diffusion models?", history=history)
-    assert other.focus == [] and other.retrieval_query == "" and "CatVTON" in other.answer
+    assert other.focus == [] and other.retrieval_query == "diffusion models" and "CatVTON" in other.answer
