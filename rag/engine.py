@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from rag import lock, prompts
+from rag import lock, prompts, support
 from rag.answer import (NO_ANSWER, Answer, Delta, Restart, abstention_text, extractive, should_abstain,
                         sources_from)
 from rag.catalog import enrich
@@ -330,8 +330,8 @@ class Engine:
                 # sentence in Chinese, Japanese or Korean scores low whatever it says. Such an answer is neither
                 # checked nor discarded for it, and says so in its notices.
                 unchecked_language = prompts.language_of(cleaned.text)
-                unsupported, checked = ([], 0) if unchecked_language else retriever.unsupported(
-                    cleaned.text, {n: s.paper_id for n, s in by_n.items()}, self.settings.support_threshold)
+                unsupported, checked = ([], 0) if unchecked_language else support.unsupported(
+                    cleaned.text, sources, retriever.index.embedder, self.settings.support_threshold)
                 if checked and len(unsupported) == checked:
                     # Citations on text that none of the cited abstracts supports (e.g. an injected instruction
                     # obeyed and given a [1]): not an answer from the sources.
