@@ -51,7 +51,8 @@ bench: $(STAMP) ## Benchmarks on the bundled 2,114-paper list -> bench/REPORT.md
 	$(PIP) install -e '.[test,bench]'
 	$(BIN)/python bench/run.py --corpus $(CORPUS)
 
-eval: $(STAMP) ## rag eval: bm25 / dense / hybrid on the seeds, then on the bundled 2,114-paper list -> eval/reports/
+eval: $(STAMP) ## rag eval: bm25 / dense / hybrid on the seeds and the 2,114-paper list, and the support check -> eval/reports/
+	$(BIN)/rag eval eval/questions/support_pairs.jsonl
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(CORPUS) --name seeds_dev-iclr2025
 	$(BIN)/rag eval eval/questions/corpus_dev.jsonl --corpus $(CORPUS)

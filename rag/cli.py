@@ -378,7 +378,7 @@ def chat(k: int | None, decision: str | None, **settings: Any) -> None:
 @click.option("--name", default=None, help="Report name (default: <questions>-<corpus>).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval/reports"),
               show_default=True, help="Directory for the report.")
-@_setting_option("support_threshold", "Similarity below which a cited sentence is unsupported (default 0.53).",
+@_setting_option("support_threshold", "Similarity below which a cited sentence is unsupported (default 0.49).",
                  type=float)
 @llm_options
 @store_options

@@ -82,10 +82,10 @@ class Settings(BaseModel):
                                         description="USD per million completion tokens.")
     prompts_dir: Path | None = Field(None, description="Directory overriding prompts/*.txt.")
     support_threshold: float = Field(
-        0.53, ge=-1.0, le=1.0,
-        description="A cited sentence whose best cosine to a sentence (or two adjacent sentences) of the cited "
-                    "abstracts is below this is listed as unsupported (rag/support.py; chosen on half a of "
-                    "eval/questions/support_pairs.jsonl).",
+        0.49, ge=-1.0, le=1.0,
+        description="A cited sentence whose best cosine to a sentence of the cited abstracts is below this is "
+                    "listed as unsupported, as is one stating a number or name they lack (rag/support.py; chosen "
+                    "on half a of eval/questions/support_pairs.jsonl).",
     )
 
     # Web app

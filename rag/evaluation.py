@@ -353,8 +353,8 @@ class SupportReport:
                             f"{r['sentence']}" for r in wrong + missed)
         md.write_text(f"# Support check: {self.name}\n\n{meta}\n\n{self.table()}\n\n"
                       "false_unsupported: share of supported pairs the check flags; catch: share of unsupported pairs "
-                      "it flags (catch_<kind> per kind). A pair is flagged when its best similarity to a sentence or "
-                      "two adjacent sentences of the cited abstracts is below the threshold, or it states a number or "
+                      "it flags (catch_<kind> per kind). A pair is flagged when its best similarity to a sentence of "
+                      "the cited abstracts is below the threshold, or it states a number or "
                       "a name the cited abstracts and titles do not contain (rag/support.py).\n\n"
                       f"## Supported pairs flagged, and unsupported pairs missed\n\n{listing}\n", encoding="utf-8")
         return [md, js]

@@ -3,7 +3,7 @@
 Models paraphrase, so a sentence is compared with the cited abstracts in three ways, and a sentence is
 *unsupported* when any of them fails:
 - meaning: its best cosine (MiniLM, sentences embedded on their own, like with like) to a sentence of the cited
-  abstracts, or to two adjacent sentences (a claim that sums up two), is below `Settings.support_threshold`;
+  abstracts is below `Settings.support_threshold`;
 - numbers: it states a number ("2,048 tasks", "12x", "2/3") that no cited abstract or title contains. Paraphrase
   keeps numbers; an invented or misremembered figure is what this catches and meaning cannot;
 - names: it names a method or benchmark (a word like MathCheck, HyPER, GPT-4o, CD-T) that no cited abstract or
@@ -15,8 +15,10 @@ abstract that addresses a model ("IGNORE ALL PREVIOUS INSTRUCTIONS ...") never s
 
 Measured on eval/questions/support_pairs.jsonl (hand-written paraphrases, wrong-paper claims and invented numbers
 and claims, `rag eval eval/questions/support_pairs.jsonl`); the threshold was chosen on half "a" of the pairs and
-is reported on both halves (eval/README.md). The caller decides what to do: the engine discards an answer only
-when none of its checked sentences is supported, and otherwise lists the doubtful ones (`Answer.unsupported`).
+is reported on both halves (eval/README.md). Comparing with pairs of adjacent sentences as well (for a claim
+that sums up two) did not catch more or flag fewer there, and doubled the embedding work, so it is not done.
+The caller decides what to do: the engine discards an answer only when none of its checked sentences is
+supported, and otherwise lists the doubtful ones (`Answer.unsupported`).
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ class Claim:
     sentence: str  # as written in the answer, citations included
     claim: str  # without citations
     cited: list[int]  # source numbers
-    similarity: float = 0.0  # best cosine to a sentence or a pair of adjacent sentences of the cited abstracts
+    similarity: float = 0.0  # best cosine to a sentence of the cited abstracts
     missing_numbers: list[str] = field(default_factory=list)
     missing_names: list[str] = field(default_factory=list)
 
@@ -126,11 +128,10 @@ def check(answer: str, sources: Sequence[_Cited], embedder: _Embedder) -> list[C
             claims.append(Claim(sentence, text, known))
     if not claims:
         return []
-    # Every cited abstract's sentences and adjacent pairs, embedded once with the claims in one batch.
+    # Every cited abstract's sentences, embedded once with the claims in one batch.
     pieces: dict[int, list[str]] = {}
     for n in {n for c in claims for n in c.cited}:
-        sentences = [t for t in split_sentences(by_n[n].text or "") if not INSTRUCTION.search(t)]
-        pieces[n] = sentences + [f"{a} {b}" for a, b in zip(sentences, sentences[1:])]
+        pieces[n] = [t for t in split_sentences(by_n[n].text or "") if not INSTRUCTION.search(t)]
     flat = [t for n in pieces for t in pieces[n]]
     vectors = embedder.embed([c.claim for c in claims] + flat)
     claim_vectors, rows, start = vectors[:len(claims)], {}, len(claims)

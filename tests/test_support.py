@@ -12,11 +12,13 @@ import pytest
 from conftest import ROOT, rag_cmd
 
 from rag import support
+from rag.config import Settings
 from rag.catalog import known_papers
 
 PAIRS = ROOT / "eval" / "questions" / "support_pairs.jsonl"
 WILDBENCH = "MKEHCx25xp"
 PWM = "hOELrZfg0J"
+THRESHOLD = Settings().support_threshold
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,6 @@ def papers():
 
 @pytest.fixture(scope="module")
 def embedder():
-    from rag.config import Settings
     from rag.embeddings import make_embedder
 
     return make_embedder(Settings())
@@ -51,10 +52,10 @@ def test_a_paraphrase_passes_and_an_invented_number_or_another_papers_name_does_
     claims = support.check(answer, wildbench, embedder)
     assert [c.missing_numbers for c in claims] == [[], ["2048"], []]
     assert [c.missing_names for c in claims] == [[], [], ["MathCheck"]]
-    weak, checked = support.unsupported(answer, wildbench, embedder, 0.53)
+    weak, checked = support.unsupported(answer, wildbench, embedder, THRESHOLD)
     assert checked == 3 and weak == [c.sentence for c in claims[1:]]
     # The same true sentence cited to the wrong paper: its meaning is far from that paper's sentences.
-    weak, checked = support.unsupported(answer.split(" [1].")[0] + " [1].", [source(papers[PWM])], embedder, 0.53)
+    weak, checked = support.unsupported(answer.split(" [1].")[0] + " [1].", [source(papers[PWM])], embedder, THRESHOLD)
     assert checked == 1 and len(weak) == 1
 
 
@@ -62,7 +63,7 @@ def test_an_acronym_the_abstract_spells_out_and_the_venue_are_not_names(papers, 
     pwm = [source(papers[PWM])]
     answer = "In this ICLR 2025 paper, PWM extracts RL policies from a world model pretrained on offline data [1]."
     (claim,) = support.check(answer, pwm, embedder)
-    assert claim.missing_names == [] and claim.missing_numbers == [] and claim.supported(0.53)
+    assert claim.missing_names == [] and claim.missing_numbers == [] and claim.supported(THRESHOLD)
 
 
 def test_the_pair_set_is_hand_labelled_balanced_and_cites_bundled_papers(papers):
