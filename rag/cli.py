@@ -1,4 +1,4 @@
-"""CLI: `rag ingest | ask | chat | stats | serve | eval`, a thin shell over `rag.engine.Engine`.
+"""CLI: `rag ingest | ask | chat | stats | serve | eval | models`, a thin shell over `rag.engine.Engine`.
 
 Every flag that names a setting has the name of that setting and reads the same environment variable
 (`--data-dir` / `RAG_DATA_DIR`); see `rag.config`. Errors are one line on stderr and a non-zero exit code,
@@ -136,7 +136,8 @@ def main(traceback: bool) -> None:
     Everything runs offline by default: embeddings come from a model shipped in a PyPI package, the index
     is a Chroma store in ./.rag, and answers are extractive (cited sentences from the abstracts). Set
     --llm-model / RAG_LLM_MODEL (and --llm-base-url / OPENAI_BASE_URL, OPENAI_API_KEY) to have an LLM write
-    the answers from the same sources; if it fails, the extractive answer is shown instead.
+    the answers from the same sources; if it fails, the extractive answer is shown instead. `rag models` lists
+    the models an endpoint offers.
     """
 
 

@@ -369,7 +369,7 @@ def test_a_hostile_session_hash_cannot_choose_where_exports_are_written(app, tmp
     fn = next(d for d in config["dependencies"] if d.get("api_name") == "stream_answer")
     target = tmp_path / "owned"
     hostile = "../" * 12 + str(target).lstrip("/")
-    body = {"data": ["zebra stripes and biting flies", [], [], [], "", 5, None], "fn_index": fn["id"],
+    body = {"data": ["zebra stripes and biting flies", [], [], [], "", 5, None, "fake-chat"], "fn_index": fn["id"],
             "trigger_id": fn["targets"][0][0], "session_hash": hostile, "event_data": None}
     request = urllib.request.Request(base + "/gradio_api/queue/join", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
