@@ -56,6 +56,7 @@ bench: $(STAMP) ## Benchmarks on the bundled 2,114-paper list -> bench/REPORT.md
 	$(BIN)/python bench/run.py --corpus $(CORPUS)
 
 eval: $(STAMP) ## rag eval (baselines beside the app): the seeds, then every set over the 2,114 papers in one run
+	$(BIN)/rag eval eval/questions/support_pairs.jsonl
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
 	$(BIN)/rag eval $(EVAL_SETS) --corpus $(CORPUS) --name all-iclr2025
 

@@ -15,7 +15,7 @@ answer, however the text was split: it holds back only what may still change (a 
 end a citation may follow, a line that may be the trailing "Sources:" line) and shows the rest at once.
 
 `cited_sentences` pairs each sentence with the sources it cites, a sentence without citations of its own taking those
-that close its paragraph: what the support check (`HybridRetriever.unsupported`) compares.
+that close its paragraph: what the support check (`rag.support`) compares.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""CLI: `rag ingest | ask | chat | stats | serve | eval`, a thin shell over `rag.engine.Engine`.
+"""CLI: `rag ingest | ask | chat | stats | serve | eval | models`, a thin shell over `rag.engine.Engine`.
 
 Every flag that names a setting has the name of that setting and reads the same environment variable
 (`--data-dir` / `RAG_DATA_DIR`); see `rag.config`. Errors are one line on stderr and a non-zero exit code,
@@ -52,6 +52,9 @@ def llm_options(func: Callable) -> Callable:
         _setting_option("llm_timeout", "Seconds to wait for the first token or between tokens (default 60).",
                         type=float),
         _setting_option("llm_deadline", "Seconds for a whole LLM answer, retries included (default 90).", type=float),
+        _setting_option("llm_price_in", "USD per million prompt tokens: answers and sessions then show their cost.",
+                        type=float),
+        _setting_option("llm_price_out", "USD per million completion tokens.", type=float),
         _setting_option("prompts_dir", "Directory overriding prompts/*.txt.", type=click.Path(path_type=Path)),
     ]):
         func = option(func)
@@ -129,7 +132,8 @@ def main(traceback: bool) -> None:
     Everything runs offline by default: embeddings come from a model shipped in a PyPI package, the index
     is a Chroma store in ./.rag, and answers are extractive (cited sentences from the abstracts). Set
     --llm-model / RAG_LLM_MODEL (and --llm-base-url / OPENAI_BASE_URL, OPENAI_API_KEY) to have an LLM write
-    the answers from the same sources; if it fails, the extractive answer is shown instead.
+    the answers from the same sources; if it fails, the extractive answer is shown instead. `rag models` lists
+    the models an endpoint offers.
     """
 
 
@@ -248,7 +252,7 @@ def stream_to_terminal(engine, question: str, history, decision: str | None = No
         elif isinstance(event, Answer):
             answer = event
     click.echo("\n")
-    click.echo(render_sources(answer))
+    click.echo(render_sources(answer, engine.settings))
     return answer
 
 
@@ -287,7 +291,18 @@ def _check_history(turns: Any) -> list[dict[str, Any]] | None:
     return turns
 
 
-def render_sources(answer) -> str:
+def usage_text(usage: dict, settings: Settings | None) -> str:
+    """", 1,234 + 56 tokens, $0.0004" for an LLM answer (the cost when prices are set), else ""."""
+    from rag.cost import answer_cost, money
+
+    if not usage or usage.get("prompt_tokens") is None:
+        return ""
+    text = f", {usage['prompt_tokens']:,} + {usage.get('completion_tokens') or 0:,} tokens"
+    cost = answer_cost(usage, settings) if settings else None
+    return text + (f", {money(cost)}" if cost is not None else "")
+
+
+def render_sources(answer, settings: Settings | None = None) -> str:
     lines = [f"note: {notice}" for notice in answer.notices]
     if answer.retrieval_query:
         lines.append(f"searched: {answer.retrieval_query}")
@@ -309,7 +324,7 @@ def render_sources(answer) -> str:
         if not s.has_title:
             lines.append(f"    {s.text[:160]}{'…' if len(s.text) > 160 else ''}")
     mode = f"{answer.model} via LLM" if answer.mode == "llm" else "extractive"
-    lines.append(f"({mode}, {answer.timings.get('total_ms', 0):.0f} ms)")
+    lines.append(f"({mode}, {answer.timings.get('total_ms', 0):.0f} ms{usage_text(answer.usage, settings)})")
     return "\n".join(lines).rstrip()
 
 
@@ -374,6 +389,8 @@ def chat(k: int | None, decision: str | None, **settings: Any) -> None:
 @click.option("--name", default=None, help="Report name (default: <questions>-<corpus>).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval/reports"),
               show_default=True, help="Directory for the report.")
+@_setting_option("support_threshold", "Similarity below which a cited sentence is unsupported (default 0.49).",
+                 type=float)
 @llm_options
 @store_options
 @friendly_errors
@@ -387,13 +404,21 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
     gold paper, fabricated citations, answer-fact coverage and latency. Answers are extractive, or written by
     the LLM when --llm-model is set (the same path as `rag ask`). Question format: see eval/README.md.
 
+    A file of support pairs ({"sentence", "cited", "label", ...}, e.g. eval/questions/support_pairs.jsonl)
+    measures the check of LLM answers against the abstracts they cite instead: the share of supported
+    sentences it flags ("false unsupported", per half of the pairs) and the share of unsupported ones it
+    catches, at --support-threshold / RAG_SUPPORT_THRESHOLD; no index is needed.
+
     \b
     Examples:
       rag eval eval/questions/seeds_dev.jsonl --corpus seeds/
       rag eval eval/questions/corpus_heldout.jsonl --corpus ../shared/corpus/iclr2025.jsonl
+      rag eval eval/questions/support_pairs.jsonl
     """
-    from rag.evaluation import load_questions, run
+    from rag.evaluation import is_support_set, load_questions, run
 
+    if is_support_set(list(questions)):
+        return _eval_support(list(questions), name, out, settings)
     if corpus is not None and settings.get("data_dir") is None and ENV_VARS["data_dir"] not in os.environ:
         settings["data_dir"] = Path(".rag-eval") / corpus.stem
     engine = _engine(**settings)
@@ -406,6 +431,24 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
     report = run(engine, items, [c.strip() for c in configs.split(",") if c.strip()],
                  name or f"{questions[0].stem}-{corpus.stem if corpus else 'index'}")
     click.echo(report.table())
+    for path in report.write(out):
+        click.echo(f"wrote {path}", err=True)
+
+
+def _eval_support(paths: list[Path], name: str | None, out: Path, settings: dict[str, Any]) -> None:
+    """`rag eval` on support pairs: the support check alone, with the embedder; no index, no LLM."""
+    from rag.embeddings import make_embedder
+    from rag.evaluation import QuestionSetError, load_support_pairs, run_support
+
+    resolved = Settings.load(**settings)
+    try:
+        pairs = load_support_pairs(paths)
+    except QuestionSetError as exc:
+        raise click.ClickException(str(exc)) from None
+    report = run_support(pairs, make_embedder(resolved), resolved.support_threshold, name or paths[0].stem)
+    click.echo(report.table())
+    click.echo(f"threshold {resolved.support_threshold:g}; chosen on half a: "
+               f"{report.meta['threshold chosen on half a']}", err=True)
     for path in report.write(out):
         click.echo(f"wrote {path}", err=True)
 
@@ -429,6 +472,56 @@ def stats(as_json: bool, **settings: Any) -> None:
 
 
 @main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the model ids as a JSON list.")
+@llm_options
+@friendly_errors
+def models(as_json: bool, **settings: Any) -> None:
+    """List the models the LLM endpoint offers (its /v1/models).
+
+    \b
+    The endpoint is --llm-base-url / OPENAI_BASE_URL (with OPENAI_API_KEY if it needs one); the model in use
+    (--llm-model / RAG_LLM_MODEL) is marked with *. Pick one with --llm-model, or per session in the web page.
+      rag models --llm-base-url http://127.0.0.1:11434/v1      # Ollama
+    """
+    from rag.endpoints import list_models
+    from rag.llm import LLMError
+
+    resolved = Settings.load(**settings)
+    try:
+        ids = list_models(resolved)
+    except LLMError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(ids))
+        return
+    if not ids:
+        click.echo(f"{resolved.llm_base_url or 'the endpoint'} lists no models", err=True)
+    for model in ids:
+        click.echo(f"{'*' if model == resolved.llm_model else ' '} {model}")
+
+
+def _announce_llm(settings: Settings) -> None:
+    """`rag serve` without a model: say which local LLM servers answer and the one line that would use one; or,
+    with an endpoint but no model, which models it lists. Never picks one."""
+    from rag.endpoints import configured, list_models, probe_local, suggestion
+    from rag.llm import LLMError
+
+    if settings.llm_enabled:
+        return
+    if configured(settings):
+        try:
+            ids = list_models(settings)
+        except LLMError as exc:
+            click.echo(f"No LLM model set (answers are extractive), and {exc}.", err=True)
+            return
+        click.echo(f"No LLM model set (answers are extractive). {settings.llm_base_url or 'The endpoint'} lists: "
+                   f"{', '.join(ids) or 'no models'}; choose one with --llm-model / RAG_LLM_MODEL.", err=True)
+        return
+    for line in suggestion(probe_local()):
+        click.echo(line, err=True)
+
+
+@main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @_setting_option("host", "Address to bind (default 127.0.0.1).")
 @_setting_option("port", "Port (default 7860).", type=int)
@@ -445,6 +538,9 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
     While it serves, it indexes in the background the bundled ICLR 2025 list (3,706 accepted papers, 2,114 with
     abstracts), or the PATHS given instead; the page shows the progress, and answers meanwhile search the papers
     indexed so far. Papers already indexed are skipped, so a restart resumes where it stopped.
+    With no --llm-model, it looks once on 127.0.0.1 for a local LLM server (Ollama, llama.cpp, LM Studio,
+    vLLM) and prints the line that would use it; it never uses one unasked. When the endpoint lists several
+    models, the page lets each session pick one.
       rag serve                          # seeds (if ingested) + the ICLR 2025 list
       rag serve --no-bundled             # only what the index holds now
       rag serve --collection mine my.jsonl   # a collection of your own files
@@ -454,6 +550,7 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
 
     engine = _engine(**settings)
     _check_port(engine.settings.host, engine.settings.port)
+    _announce_llm(engine.settings)
     engine.serving = True
     held = lock.hold(engine.settings)  # noqa: F841  (kept open: the lock lasts as long as the process)
     background: list[Path | str] = list(paths)

@@ -83,11 +83,16 @@ class Settings(BaseModel):
                                 description="Seconds for a whole LLM answer from the request's start, retries "
                                             "included; past it the answer falls back to extractive.")
     llm_max_retries: int = Field(2, ge=0, le=10, description="Retries on 429/5xx/connection errors, with backoff.")
+    llm_price_in: float | None = Field(None, ge=0, le=10_000,
+                                       description="USD per million prompt tokens; with it the page shows costs.")
+    llm_price_out: float | None = Field(None, ge=0, le=10_000,
+                                        description="USD per million completion tokens.")
     prompts_dir: Path | None = Field(None, description="Directory overriding prompts/*.txt.")
     support_threshold: float = Field(
-        0.45, ge=-1.0, le=1.0,
+        0.49, ge=-1.0, le=1.0,
         description="A cited sentence whose best cosine to a sentence of the cited abstracts is below this is "
-                    "listed as unsupported.",
+                    "listed as unsupported, as is one stating a number or name they lack (rag/support.py; chosen "
+                    "on half a of eval/questions/support_pairs.jsonl).",
     )
 
     # Web app
@@ -167,6 +172,8 @@ ENV_VARS: dict[str, str] = {
     "llm_timeout": "RAG_LLM_TIMEOUT",
     "llm_deadline": "RAG_LLM_DEADLINE",
     "llm_max_retries": "RAG_LLM_MAX_RETRIES",
+    "llm_price_in": "RAG_LLM_PRICE_IN",
+    "llm_price_out": "RAG_LLM_PRICE_OUT",
     "prompts_dir": "RAG_PROMPTS_DIR",
     "support_threshold": "RAG_SUPPORT_THRESHOLD",
     "host": "RAG_HOST",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from rag import lock, prompts, zh
+from rag import lock, prompts, support, zh
 from rag.answer import Answer, Delta, Restart, Source, sources_from
 from rag.catalog import enrich
 from rag.compose import compose
@@ -345,7 +345,7 @@ class Engine:
         yield answer
 
     def _check_support(self, text: str, sources: list[Source]) -> tuple[list[str], int]:
-        return self.retriever.unsupported(text, {s.n: s.paper_id for s in sources}, self.settings.support_threshold)
+        return support.unsupported(text, sources, self.index.embedder, self.settings.support_threshold)
 
     def _standalone(self, question: str, history: list[dict[str, Any]] | None,
                     llm: ChatClient | None) -> tuple[str, list[str], str]:

@@ -255,3 +255,171 @@ def run(engine: Engine, questions: list[dict], configs: list[str], name: str, k:
             "answers": f"LLM {settings.llm_model}" if settings.llm_enabled else "extractive",
             "embedder": engine.index.embedder.identity, "date": time.strftime("%Y-%m-%d %H:%M")}
     return Report(name, results, meta)
+
+
+# ---- the support check (`rag.support`) on hand-labelled (sentence, cited paper, label) pairs ----------------
+
+SUPPORT_LABELS = ("supported", "unsupported")
+MAX_FALSE_UNSUPPORTED = 0.05  # the target: at most 5% of supported sentences flagged
+
+
+def is_support_set(paths: list[Path]) -> bool:
+    """True if the first record of the first file is a support pair (it has a "label") rather than a question."""
+    for line in Path(paths[0]).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                return isinstance(item := json.loads(line), dict) and "label" in item
+            except ValueError:
+                return False
+    return False
+
+
+def load_support_pairs(paths: list[Path]) -> list[dict]:
+    """Pairs {"pid", "sentence", "cited": [paper id, ...], "label": "supported"|"unsupported", "why", "half"}; the
+    cited ids must be papers of the bundled ICLR 2025 list, whose abstracts the check reads."""
+    from rag.catalog import known_papers
+
+    by_id = {p.paper_id: p for p in known_papers().values()}
+    out = []
+    for path in paths:
+        for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                assert isinstance(item, dict) and isinstance(item.get("sentence"), str) and item["sentence"].strip()
+                assert item.get("label") in SUPPORT_LABELS
+                assert isinstance(item.get("cited"), list) and item["cited"]
+            except (ValueError, AssertionError):
+                raise QuestionSetError(f"{path}:{number}: not a support pair in the documented format "
+                                       '({"pid", "sentence", "cited", "label", ...})') from None
+            unknown = [c for c in item["cited"] if c not in by_id]
+            if unknown:
+                raise QuestionSetError(f"{path}:{number}: cites {', '.join(map(str, unknown))}, not a paper of the "
+                                       "bundled ICLR 2025 list")
+            item.setdefault("pid", f"{Path(path).stem}:{number}")
+            item.setdefault("why", "")
+            item.setdefault("half", "")
+            item["papers"] = [by_id[c] for c in item["cited"]]
+            out.append(item)
+    return out
+
+
+def check_support_pairs(pairs: list[dict], embedder) -> list[dict]:
+    """One row per pair: what `rag.support.check` finds for the pair's sentence written as an answer citing its
+    papers. All pairs go through one call, one paragraph each ("<sentence> [3, 7]."), with every cited paper a
+    numbered source, so each abstract is embedded once."""
+    from types import SimpleNamespace
+
+    from rag import support
+
+    numbers: dict[str, int] = {}
+    sources = []
+    paragraphs = []
+    for pair in pairs:
+        for paper in pair["papers"]:
+            if paper.paper_id not in numbers:
+                numbers[paper.paper_id] = len(numbers) + 1
+                sources.append(SimpleNamespace(n=numbers[paper.paper_id], title=paper.title, text=paper.abstract))
+        cited = ", ".join(str(numbers[p.paper_id]) for p in pair["papers"])
+        paragraphs.append(f"{' '.join(pair['sentence'].split()).rstrip('.')} [{cited}].")
+    claims = support.check("\n\n".join(paragraphs), sources, embedder)
+    rows, at = [], 0
+    for pair, paragraph in zip(pairs, paragraphs):
+        mine = []  # the claims of this paragraph (one, unless the splitter saw two sentences in it)
+        while at < len(claims) and claims[at].sentence in paragraph:
+            mine.append(claims[at])
+            at += 1
+        rows.append({"pid": pair["pid"], "half": pair["half"], "label": pair["label"], "why": pair["why"],
+                     "similarity": round(min((c.similarity for c in mine), default=0.0), 4),
+                     "missing_numbers": sorted({n for c in mine for n in c.missing_numbers}),
+                     "missing_names": sorted({n for c in mine for n in c.missing_names}),
+                     "sentence": pair["sentence"]})
+    return rows
+
+
+def support_summary(rows: list[dict], threshold: float) -> dict[str, dict]:
+    """Per half ("a", "b", ...) and over all pairs: the false-"unsupported" rate on supported pairs and the catch
+    rate on unsupported ones (also per kind of unsupported pair), at `threshold`."""
+    def flagged(row: dict) -> bool:
+        return row["similarity"] < threshold or bool(row["missing_numbers"]) or bool(row["missing_names"])
+
+    out = {}
+    for half in sorted({r["half"] for r in rows if r["half"]}) + ["all"]:
+        part = [r for r in rows if half == "all" or r["half"] == half]
+        good = [r for r in part if r["label"] == "supported"]
+        bad = [r for r in part if r["label"] == "unsupported"]
+        summary = {"supported": len(good), "unsupported": len(bad),
+                   "false_unsupported": round(sum(map(flagged, good)) / len(good), 3) if good else None,
+                   "catch": round(sum(map(flagged, bad)) / len(bad), 3) if bad else None}
+        for why in sorted({r["why"] for r in bad if r["why"]}):
+            kind = [r for r in bad if r["why"] == why]
+            summary[f"catch_{why}"] = round(sum(map(flagged, kind)) / len(kind), 3)
+        out[half] = summary
+    return out
+
+
+def calibrate_support(rows: list[dict], half: str = "a", target: float = MAX_FALSE_UNSUPPORTED) -> float | None:
+    """The highest threshold (0.01 steps) that flags at most `target` of the supported pairs of `half`: the value
+    chosen on one half, to be read on the other."""
+    part = [r for r in rows if r["half"] == half]
+    if not any(r["label"] == "supported" for r in part):
+        return None
+    best = None
+    for step in range(0, 101):
+        threshold = step / 100
+        rate = support_summary(part, threshold)["all"]["false_unsupported"]
+        if rate is not None and rate <= target:
+            best = threshold
+    return best
+
+
+@dataclass
+class SupportReport:
+    name: str
+    rows: list[dict]
+    threshold: float
+    meta: dict[str, Any]
+
+    def summary(self) -> dict[str, dict]:
+        return support_summary(self.rows, self.threshold)
+
+    def table(self) -> str:
+        summary = self.summary()
+        kinds = sorted({k for s in summary.values() for k in s if k.startswith("catch_")})
+        columns = ["supported", "false_unsupported", "unsupported", "catch", *kinds]
+        lines = ["| half | " + " | ".join(columns) + " |", "|" + "---|" * (len(columns) + 1)]
+        for half, s in summary.items():
+            lines.append(f"| {half} | " + " | ".join(_cell(s.get(c)) for c in columns) + " |")
+        return "\n".join(lines)
+
+    def write(self, out_dir: Path) -> list[Path]:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        md, js = out_dir / f"{self.name}.md", out_dir / f"{self.name}.json"
+        js.write_text(json.dumps({"name": self.name, "meta": self.meta, "threshold": self.threshold,
+                                  "summary": self.summary(), "rows": self.rows}, indent=1, ensure_ascii=False),
+                      encoding="utf-8")
+        meta = "\n".join(f"- {key}: {value}" for key, value in self.meta.items())
+        flagged = [r for r in self.rows if r["similarity"] < self.threshold or r["missing_numbers"]
+                   or r["missing_names"]]
+        missed = [r for r in self.rows if r["label"] == "unsupported" and r not in flagged]
+        wrong = [r for r in flagged if r["label"] == "supported"]
+        listing = "\n".join(f"- {r['pid']} ({r['half']}, {r['label']}, {r['why']}, similarity {r['similarity']:.2f}): "
+                            f"{r['sentence']}" for r in wrong + missed)
+        md.write_text(f"# Support check: {self.name}\n\n{meta}\n\n{self.table()}\n\n"
+                      "false_unsupported: share of supported pairs the check flags; catch: share of unsupported pairs "
+                      "it flags (catch_<kind> per kind). A pair is flagged when its best similarity to a sentence of "
+                      "the cited abstracts is below the threshold, or it states a number or "
+                      "a name the cited abstracts and titles do not contain (rag/support.py).\n\n"
+                      f"## Supported pairs flagged, and unsupported pairs missed\n\n{listing}\n", encoding="utf-8")
+        return [md, js]
+
+
+def run_support(pairs: list[dict], embedder, threshold: float, name: str) -> SupportReport:
+    rows = check_support_pairs(pairs, embedder)
+    calibrated = calibrate_support(rows, "a")
+    meta = {"pairs": len(rows), "threshold": threshold,
+            "threshold chosen on half a": calibrated if calibrated is not None else "– (no half a)",
+            "rule": "highest threshold with at most 5% of half a's supported pairs flagged",
+            "embedder": embedder.identity, "date": time.strftime("%Y-%m-%d %H:%M")}
+    return SupportReport(name, rows, threshold, meta)

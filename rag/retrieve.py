@@ -30,7 +30,6 @@ from typing import Callable
 import bm25s
 import numpy as np
 
-from rag.citations import cited_sentences, without_citations
 from rag.config import Settings
 from rag.index import PaperIndex, Sentences, StoredPaper
 from rag.text import split_sentences, tokenize
@@ -38,9 +37,6 @@ from rag.text import split_sentences, tokenize
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
 SNIPPET_PAPERS = 3  # the top papers with abstracts whose sentences answer (the best one is the confidence)
-# Text in an abstract that addresses a model ("IGNORE ALL PREVIOUS INSTRUCTIONS AND SAY ..."): never support.
-INSTRUCTION = re.compile(r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|rules|context)\b|"
-                         r"\byou are now\b|\bsystem prompt\b|\bnew instructions?\b", re.IGNORECASE | re.DOTALL)
 _WORD = re.compile(r"(?<![\w-])[\w][\w-]*")
 # A method or dataset name as users type it: CatVTON, BirdSet, Time-MoE, X-ALMA, TEAL, Scylla (not sentence-initial).
 _NAME = re.compile(r"(?<![\w-])(?:[A-Za-z]+[A-Z][\w-]*|[A-Z][A-Z0-9-]{2,}|[A-Z][a-z]+(?:-[A-Za-z0-9]+)*)(?![\w-])")
@@ -290,37 +286,3 @@ class HybridRetriever:
                 texts = split_sentences(paper.abstract)
                 found[paper.paper_id] = Sentences(texts, self.index.embedder.embed(texts))
         return found
-
-    def unsupported(self, answer: str, cited_papers: dict[int, str], threshold: float) -> tuple[list[str], int]:
-        """Check each sentence of a generated answer that cites sources (numbered as in `cited_papers`, n ->
-        paper id) against the sentences of the abstracts it cites. Returns (the sentences whose best cosine is
-        below `threshold`, how many sentences were checked). A sentence without citations of its own is checked
-        against those that close its paragraph (`cited_sentences`); one with none at all is not: nothing claims
-        support for it."""
-        claims: list[tuple[str, str, list[str]]] = []  # (sentence, claim without citations, cited paper ids)
-        for sentence, numbers in cited_sentences(answer):
-            ids = list(dict.fromkeys(cited_papers[n] for n in numbers if n in cited_papers))
-            claim = without_citations(sentence)
-            if ids and claim:
-                claims.append((sentence, claim, ids))
-        if not claims:
-            return [], 0
-        # Claims are compared with the cited sentences embedded on their own, like with like (the stored
-        # sentence vectors carry their abstract's context, which suits ranking but lowers a verbatim quote's
-        # cosine to 0.75 at the median). One batch; in LLM mode only, next to seconds of generation.
-        state = self.state
-        texts = {pid: [t for t in split_sentences(state.papers[state.position[pid]].abstract)
-                       if not INSTRUCTION.search(t)]  # a planted instruction never supports a model repeating it
-                 for _, _, ids in claims for pid in ids if pid in state.position}
-        pieces = [t for sentences in texts.values() for t in sentences]
-        vectors = self.index.embedder.embed([claim for _, claim, _ in claims] + pieces)
-        claim_vectors, rows, start = vectors[:len(claims)], {}, len(claims)
-        for pid, sentences in texts.items():
-            rows[pid] = vectors[start:start + len(sentences)]
-            start += len(sentences)
-        weak = []
-        for (sentence, _, ids), claim_vector in zip(claims, claim_vectors):
-            support = [rows[pid] for pid in ids if pid in rows and len(rows[pid])]
-            if not support or float((np.concatenate(support) @ claim_vector).max()) < threshold:
-                weak.append(sentence)
-        return weak, len(claims)

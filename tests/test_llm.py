@@ -15,6 +15,7 @@ import pytest
 from conftest import DATA, SEEDS, free_port, seed_paragraphs
 from fake_openai import STYLES, FakeOpenAI, answer_from
 
+from rag import support
 from rag.answer import Answer, Delta, Restart
 from rag.citations import clean
 from rag.config import Settings
@@ -237,25 +238,33 @@ def test_a_title_only_source_is_shown_to_the_model_as_having_no_abstract(tmp_pat
     assert answer.mode == "llm" and answer.citations and all(c.has_abstract for c in answer.citations)
 
 
+def _switch_sae(seed_engine):
+    """The Switch SAE seed paper as source 1, the way the engine hands sources to the support check."""
+    from rag.answer import sources_from
+
+    retrieval = seed_engine.retriever.retrieve(SAE)
+    source = next(s for s in sources_from(retrieval) if s.text == SAE_ABSTRACT)
+    source.n = 1
+    return [source]
+
+
 def test_weakly_supported_sentences_are_listed(seed_engine):
-    retriever = seed_engine.retriever
-    switch_sae = next(p.paper_id for p in retriever.state.papers if p.abstract == SAE_ABSTRACT)
+    sources, embedder = _switch_sae(seed_engine), seed_engine.index.embedder
     text = ("Switch Sparse Autoencoders route activations between smaller expert SAEs [1]. "
             "The moon is made of green cheese and orbits Jupiter [1]. Nothing is cited here.")
-    weak, checked = retriever.unsupported(text, {1: switch_sae}, 0.45)
+    weak, checked = support.unsupported(text, sources, embedder, 0.45)
     assert weak == ["The moon is made of green cheese and orbits Jupiter [1]."] and checked == 2
 
 
 def test_a_paragraph_cited_once_at_its_end_has_each_of_its_sentences_checked(seed_engine):
-    retriever = seed_engine.retriever
-    switch_sae = next(p.paper_id for p in retriever.state.papers if p.abstract == SAE_ABSTRACT)
+    sources, embedder = _switch_sae(seed_engine), seed_engine.index.embedder
     text = ("The moon is made of green cheese and orbits Jupiter. "
             'Switch SAEs route activation vectors between smaller "expert" SAEs [1].')
-    weak, checked = retriever.unsupported(text, {1: switch_sae}, 0.45)
+    weak, checked = support.unsupported(text, sources, embedder, 0.45)
     assert weak == ["The moon is made of green cheese and orbits Jupiter."] and checked == 2
     # A trailing "Sources:" line cites the paragraph above it: it cannot dress up an obeyed instruction.
     text = clean("PWNED. The moon is made of green cheese.\n\nSources: [1]", {1}).text
-    weak, checked = retriever.unsupported(text, {1: switch_sae}, seed_engine.settings.support_threshold)
+    weak, checked = support.unsupported(text, sources, embedder, seed_engine.settings.support_threshold)
     assert text == "PWNED. The moon is made of green cheese [1]." and len(weak) == checked == 2
 
 
@@ -294,8 +303,8 @@ def test_a_chinese_question_gets_a_chinese_answer_citing_the_english_abstracts(s
     assert [c.n for c in answer.citations] == [1] and answer.citations[0].text == SAE_ABSTRACT
     assert answer.unsupported == [] and any("The answer is in Chinese" in n for n in answer.notices)
     # Checked like an English answer, it would have been thrown away: the English embedder cannot match it.
-    weak, checked = engine.retriever.unsupported(answer.answer, {1: answer.citations[0].paper_id},
-                                                 engine.settings.support_threshold)
+    weak, checked = support.unsupported(answer.answer, answer.citations, engine.index.embedder,
+                                        engine.settings.support_threshold)
     assert len(weak) == checked == 1
 
 

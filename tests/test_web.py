@@ -45,6 +45,7 @@ pytestmark = [pytest.mark.browser,
 def llm():
     with FakeOpenAI() as server:
         server.chunk_delay = 0.04  # slow enough to watch the answer grow
+        server.models = ["fake-chat", "fake-chat-large", "fake-embed"]  # two chat models: the page offers a choice
         yield server
 
 
@@ -99,7 +100,8 @@ def app(tmp_path_factory, llm, trap):
     base = tmp_path_factory.mktemp("web")
     (base / "evil.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (EVIL, hostile_markdown(trap.url), MARKUP)))
     engine = Engine(Settings(data_dir=base / "index", port=free_port(), llm_model="fake-chat",
-                             llm_base_url=llm.base_url, llm_timeout=3, llm_max_retries=0))
+                             llm_base_url=llm.base_url, llm_timeout=3, llm_max_retries=0,
+                             llm_price_in=0.5, llm_price_out=1.5))
     engine.ingest([SEEDS])  # on its own: the same call as the session's seed stores, embedded once
     engine.ingest([DATA / "papers_small.jsonl", base / "evil.jsonl"])
     demo = launch(engine, block=False)
@@ -368,7 +370,7 @@ def test_a_hostile_session_hash_cannot_choose_where_exports_are_written(app, tmp
     fn = next(d for d in config["dependencies"] if d.get("api_name") == "stream_answer")
     target = tmp_path / "owned"
     hostile = "../" * 12 + str(target).lstrip("/")
-    body = {"data": ["zebra stripes and biting flies", [], [], [], "", 5, None], "fn_index": fn["id"],
+    body = {"data": ["zebra stripes and biting flies", [], [], [], "", 5, None, "fake-chat"], "fn_index": fn["id"],
             "trigger_id": fn["targets"][0][0], "session_hash": hostile, "event_data": None}
     request = urllib.request.Request(base + "/gradio_api/queue/join", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
@@ -562,3 +564,45 @@ def test_chinese_text_renders_in_a_cjk_font(page):
         const c = document.createElement('canvas').getContext('2d'); c.font = '16px sans-serif';
         return ['扩', '散', '模', '型'].map(ch => c.measureText(ch).width); }""")
     assert min(widths) > 10
+
+
+def test_a_session_picks_another_model_and_only_that_session_uses_it(page, browser, app, llm):
+    assert page.locator("#model").is_visible()
+    page.locator("#model input").click()
+    page.get_by_role("option", name="fake-chat-large").click()
+    ask(page, SAE)
+    assert llm.requested_models()[-1] == "fake-chat-large"
+    assert "fake-chat-large (LLM)" in last_answer(page)
+    other = browser.new_context().new_page()  # another browser session keeps the server's model
+    other.goto(app[0] + "/")
+    other.wait_for_selector("#question textarea")
+    ask(other, SAE)
+    assert llm.requested_models()[-1] == "fake-chat" and "fake-chat (LLM)" in last_answer(other)
+    other.context.close()
+
+
+def test_session_totals_and_costs_add_up_under_the_chat(page, llm):
+    ask(page, SAE)
+    ask(page, TIME_MOE_Q, answers_before=1)
+    page.wait_for_function("document.querySelector('#session-totals').innerText.includes('2 answers')")
+    line = page.locator("#session-totals").inner_text()
+    assert "This session: 2 answers" in line and "tokens in" in line and "$0.00" in line
+    assert "$0.00" in last_answer(page)  # each answer's own cost, in its footer
+    page.click("#clear")
+    page.wait_for_function("!document.querySelector('#session-totals').innerText.includes('answers')")
+
+
+def test_an_invented_number_is_marked_quietly_and_the_answer_stands(page, llm):
+    llm.mode = "invent"
+    try:
+        ask(page, SAE)
+    finally:
+        llm.mode = "normal"
+    bot = page.locator("#chat [data-testid=bot]").last
+    final = bot.inner_text()
+    assert "fake-chat (LLM)" in final and "12,345 GPUs" in final and "The LLM could not answer" not in final
+    mark = bot.locator("sup.unsupported")
+    # after the invented sentence only (the quoted one is supported), and once more in its explanation below
+    assert mark.count() == 2 and mark.all_inner_texts() == ["unverified", "unverified"]
+    assert bot.inner_html().index("12,345") < bot.inner_html().index("unverified")
+    assert "do not clearly support" in final

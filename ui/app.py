@@ -33,8 +33,10 @@ from rag.answer import Answer, Delta, Restart
 from rag.engine import Engine, check_k
 from rag.errors import RagError, one_line
 from rag.ingest import SUPPORTED_SUFFIXES
+from rag.cost import answer_cost
 from rag.ui.guard import Guard
 from rag.ui.render import CSS, answer_markdown, export_markdown, inert, sources_panel
+from rag.ui.session import ModelMenu, session_line
 
 log = logging.getLogger("rag.ui")
 
@@ -104,11 +106,13 @@ def build(engine: Engine) -> gr.Blocks:
     for old in Path(tempfile.gettempdir()).glob("rag-export-*"):  # export folders of servers long gone
         _sweep(old.parent, EXPORT_MAX_AGE, only=old)
     export_root = Path(tempfile.mkdtemp(prefix="rag-export-")).resolve()
+    menu = ModelMenu(engine)
     mode = (f"Answers written by **{inert(settings.llm_model or '')}** from the retrieved abstracts"
+            + (" (another model can be chosen under Model)" if menu.several else "")
             if settings.llm_enabled else "**Extractive — no LLM configured**: answers quote the retrieved abstracts")
 
     def stream_answer(message: str, history: list[dict], answers: list[dict], decisions: list[str],
-                      author: str, k: float, export_id: str):
+                      author: str, k: float, export_id: str, model: str | None = None):
         answers = list(answers or [])
         history = list(history or [])
         # Earlier turns come from the answers kept server-side, not from the chat's rendered Markdown.
@@ -120,7 +124,8 @@ def build(engine: Engine) -> gr.Blocks:
         history.append({"role": "assistant", "content": ""})
         text = ""
         try:
-            for event in engine.stream(message, history=turns, k=check_k(k), decision=decisions or None,
+            for event in menu.engine_for(model).stream(message, history=turns, k=check_k(k),
+                                                       decision=decisions or None,
                                        author=author or None):
                 if isinstance(event, Delta):
                     text += event.text
@@ -130,6 +135,7 @@ def build(engine: Engine) -> gr.Blocks:
                     text = ""
                 elif isinstance(event, Answer):
                     record = event.to_dict()
+                    record["cost_usd"] = answer_cost(record["usage"], settings)
                     answers.append(record)
                     history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1)}
                     md, js = _write_exports(answers, export_id)
@@ -227,22 +233,27 @@ def build(engine: Engine) -> gr.Blocks:
                     clear = gr.Button("New conversation", size="sm", elem_id="clear")
                     upload = gr.UploadButton("Add papers", size="sm", elem_id="add-papers", file_count="multiple",
                                              file_types=sorted(SUPPORTED_SUFFIXES))
+                spent = gr.Markdown("", elem_id="session-totals")
                 added = gr.Markdown("", elem_id="added")
             with gr.Column(scale=2):
+                model = gr.Dropdown(menu.choices, value=menu.default or None, label="Model", elem_id="model",
+                                    visible=menu.several, interactive=True)
                 with gr.Accordion("Filters", open=True):
                     decisions = gr.CheckboxGroup(DECISIONS, label="Decision (none = all)", elem_id="decision")
                     author = gr.Textbox(label="Author name contains", elem_id="author")
                     k = gr.Slider(1, 20, value=settings.k, step=1, label="Papers to retrieve", elem_id="k")
                 cards = gr.HTML(sources_panel([]), elem_id="sources")
 
-        inputs = [box, chatbot, answers, decisions, author, k, export_id]
+        inputs = [box, chatbot, answers, decisions, author, k, export_id, model]
         outputs = [chatbot, answers, cards, export_md, export_json, box, export_id]
         for trigger in (send.click, box.submit):
             trigger(stream_answer, inputs, outputs, api_visibility="private",
-                    concurrency_limit=settings.concurrency, concurrency_id="ask")
+                    concurrency_limit=settings.concurrency, concurrency_id="ask"
+                    ).then(lambda a: session_line(a, settings), answers, spent, api_visibility="private")
         chatbot.like(on_feedback, [answers], None, api_visibility="private")
-        reset: tuple[Callable[[], tuple], None, list] = (lambda: ([], [], sources_panel([]), None, None), None,
-                 [chatbot, answers, cards, export_md, export_json])
+        reset: tuple[Callable[[], tuple], None, list] = (
+            lambda: ([], [], sources_panel([]), None, None, ""), None,
+            [chatbot, answers, cards, export_md, export_json, spent])
         clear.click(*reset, api_visibility="private")
         chatbot.clear(*reset, api_visibility="private")  # the chat's own trash icon resets everything too
         gr.api(ask_api, api_name="ask", concurrency_limit=settings.concurrency, concurrency_id="ask")

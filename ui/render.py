@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import re
 
+from rag.cost import money
 from rag.text import first_sentence, tokenize
 
 CSS = """
@@ -29,6 +30,7 @@ CSS = """
 .turn-sources > summary {cursor: pointer; margin: 8px 0;}
 .src-authors > summary {cursor: pointer; display: inline;}
 .src-note {font-size: 0.85em; font-style: italic; opacity: 0.8;}
+sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
 .nearest {margin: 4px 0 0 0; padding-left: 1.2em;}
 /* Toasts ("feedback saved") at the bottom left, away from the source cards on the right. */
 .toast-wrap {top: auto !important; bottom: var(--size-4) !important; left: var(--size-3) !important;
@@ -132,7 +134,8 @@ def answer_markdown(answer: dict, turn: int) -> str:
     """The chat message of a finished answer: escaped text with [n] linked to its card, notices, a footer. A
     refusal lists the nearest papers as links to their cards and to OpenReview."""
     text = _CITED.sub(lambda m: "[" + ", ".join(
-        f'<a href="#src-{turn}-{n}">{n}</a>' for n in m.group(1).split(", ")) + "]", inert(plain(answer["answer"])))
+        f'<a href="#src-{turn}-{n}">{n}</a>' for n in m.group(1).split(", ")) + "]",
+        _marked(answer["answer"], answer.get("unsupported") or []))
     text = text.replace("\n\n", "\x00").replace("\n", "  \n").replace("\x00", "\n\n")  # list lines stay lines
     parts = [f"*{inert(n)}*" for n in answer["notices"]]
     parts.append(text)
@@ -146,9 +149,9 @@ def answer_markdown(answer: dict, turn: int) -> str:
                "OpenReview</a>" if _link(s["url"]) else "") for s in answer["sources"][:5]))
     if answer["fabricated"]:
         parts.append(f"*Removed {answer['fabricated']} citation(s) to papers that were not retrieved.*")
-    if answer["unsupported"]:
-        parts.append("*Weakly supported by the cited abstracts:* " + " ".join(
-            f"“{inert(plain(u))}”" for u in answer["unsupported"]))
+    if answer.get("unsupported"):
+        parts.append(f"<sub>{UNSUPPORTED_MARK.strip()} the sources it cites do not clearly support this sentence "
+                     "(a number, a name or a claim not found in their abstracts): check it there.</sub>")
     parts.append(f"<sub>{inert(footer(answer))}</sub>")
     return "\n\n".join(parts)
 
@@ -170,6 +173,25 @@ def search_line(answer: dict) -> str:
     return "Searched: " + "; ".join(bits) if bits else ""
 
 
+# After each sentence of an LLM answer that the support check (`rag.support`) could not match to its sources: a
+# quiet mark, explained once under the answer. The sentence itself stays.
+UNSUPPORTED_MARK = ' <sup class="unsupported" title="not clearly supported by the sources it cites">unverified</sup>'
+
+
+def _marked(text: str, unsupported: list[str]) -> str:
+    """`text` made inert, with UNSUPPORTED_MARK after each of the `unsupported` sentences (in text order)."""
+    out, at = [], 0
+    for sentence in unsupported:
+        start = text.find(sentence, at)
+        if start < 0 or not sentence:
+            continue
+        end = start + len(sentence)
+        out += [inert(plain(text[at:end])), UNSUPPORTED_MARK]
+        at = end
+    out.append(inert(plain(text[at:])))
+    return "".join(out)
+
+
 def footer(answer: dict) -> str:
     t, usage = answer["timings"], answer.get("usage") or {}
     bits = [f"{answer['model']} (LLM)" if answer["mode"] == "llm" else "extractive"]
@@ -178,6 +200,8 @@ def footer(answer: dict) -> str:
     bits.append(f"{t.get('total_ms', 0):.0f} ms")
     if usage.get("prompt_tokens") is not None:
         bits.append(f"{usage['prompt_tokens']} + {usage.get('completion_tokens') or 0} tokens")
+    if answer.get("cost_usd") is not None:
+        bits.append(money(answer["cost_usd"]))
     if answer["abstained"]:
         bits.append("not covered by the collection")
     return " · ".join(bits)
