@@ -39,6 +39,7 @@ from rag.evaluation import load_questions, matches  # noqa: E402
 from rag.config import Settings  # noqa: E402
 from rag.engine import Engine  # noqa: E402
 from rag.ingest import read_paths  # noqa: E402
+from rag.retrieve import RetrievalParams  # noqa: E402
 
 
 def timed(fn, *args, **kwargs):
@@ -122,12 +123,12 @@ def build_large(engine: Engine, target: int, folder: Path) -> Engine:
 
 
 def latency(engine: Engine, questions, k: int = 5) -> dict:
-    retriever = engine.retriever
+    retriever, params = engine.retriever, RetrievalParams.from_settings(engine.settings, k=k)
     for q, _ in questions[:5]:
-        retriever.retrieve(q, k)  # warm-up
+        retriever.retrieve(q, params)  # warm-up
     times, hits = [], 0
     for q, gold in questions:
-        seconds, retrieval = timed(retriever.retrieve, q, k)
+        seconds, retrieval = timed(retriever.retrieve, q, params)
         times.append(seconds * 1000)
         hits += any(h.paper.paper_id == gold for h in retrieval.hits)
     return {"p50": percentile(times, 50), "p95": percentile(times, 95), "n": len(times),

@@ -22,6 +22,7 @@ from rag import abstain, zh  # noqa: E402
 from rag.config import Settings  # noqa: E402
 from rag.engine import Engine, standalone_question  # noqa: E402
 from rag.evaluation import load_questions  # noqa: E402
+from rag.retrieve import RetrievalParams  # noqa: E402
 
 CONFIDENCE_T = Settings.model_fields["abstain_threshold"].default
 
@@ -44,7 +45,8 @@ def main() -> int:
     rows = []
     for q in load_questions(args.questions):
         history = [{"role": "user", "content": q["turns"][0]}] if q["kind"] == "followup" else None
-        r = engine.retriever.retrieve(zh.retrieval_query(standalone_question(q["question"], history)), 10)
+        r = engine.retriever.retrieve(zh.retrieval_query(standalone_question(q["question"], history)),
+                                      RetrievalParams(k=10))
         rows.append({"set": q["set"], "qid": q["qid"], "none": q["kind"] == "none", "confidence": r.confidence,
                      "named": bool(r.named_match), "p": abstain.probability(r)})
     sets = list(dict.fromkeys(r["set"] for r in rows))

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from rag import abstain  # noqa: E402
 from rag.config import Settings  # noqa: E402
 from rag.engine import Engine  # noqa: E402
+from rag.retrieve import RetrievalParams  # noqa: E402
 
 SEED = 2025
 MAX_TRAIN_FALSE_REFUSAL = 0.03
@@ -221,7 +222,7 @@ def main() -> int:
     engine = Engine(Settings.load(data_dir=args.data_dir or ROOT / ".rag-eval" / args.corpus.stem))
     engine.ingest([args.corpus])
     started = time.perf_counter()
-    x = np.array([abstain.features(engine.retriever.retrieve(q, 10)) for q, _, _ in items])
+    x = np.array([abstain.features(engine.retriever.retrieve(q, RetrievalParams(k=10))) for q, _, _ in items])
     y = np.array([label for _, label, _ in items], dtype=float)
     kinds = np.array([kind for _, _, kind in items])
     counts = ", ".join(f"{k} {int((kinds == k).sum())}" for k in dict.fromkeys(kinds))

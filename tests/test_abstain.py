@@ -10,10 +10,11 @@ import numpy as np
 from rag import abstain
 from rag.answer import should_abstain
 from rag.evaluation import load_questions, run
+from rag.retrieve import RetrievalParams
 
 
 def test_features_and_fitted_weights_agree(seed_engine):
-    retrieval = seed_engine.retriever.retrieve("sparse autoencoders for interpretability", 5)
+    retrieval = seed_engine.retriever.retrieve("sparse autoencoders for interpretability", RetrievalParams(k=5))
     x = abstain.features(retrieval)
     assert x.shape == (len(abstain.FEATURES),) and np.isfinite(x).all()
     assert len(abstain.WEIGHTS) == len(abstain.MEAN) == len(abstain.SCALE) == len(abstain.FEATURES)
@@ -22,9 +23,11 @@ def test_features_and_fitted_weights_agree(seed_engine):
 
 def test_gate_refuses_an_absent_topic_and_answers_a_covered_one(seed_engine):
     retriever, settings = seed_engine.retriever, seed_engine.settings
-    covered = retriever.retrieve("Which paper makes LLM self-evaluation more reliable?", 5)
-    absent = retriever.retrieve("Which papers forecast avalanche risk from snowpack measurements?", 5)
-    figure = retriever.retrieve("What learning rate and batch size were used to train the virtual try-on model?", 5)
+    covered = retriever.retrieve("Which paper makes LLM self-evaluation more reliable?", RetrievalParams(k=5))
+    absent = retriever.retrieve("Which papers forecast avalanche risk from snowpack measurements?",
+                                RetrievalParams(k=5))
+    figure = retriever.retrieve("What learning rate and batch size were used to train the virtual try-on model?",
+                                RetrievalParams(k=5))
     assert absent.term_df["avalanch"] == 0 and absent.corpus_size == 38
     assert abstain.probability(covered) < abstain.THRESHOLD <= abstain.probability(absent)
     assert abstain.probability(figure) > abstain.probability(covered)

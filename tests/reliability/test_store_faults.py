@@ -162,6 +162,7 @@ import json, sys
 from collections import Counter
 from rag.config import Settings
 from rag.engine import Engine
+from rag.retrieve import RetrievalParams
 data_dir, n = sys.argv[1], int(sys.argv[2])
 engine = Engine(Settings(data_dir=data_dir))
 papers = engine.index.papers.get(include=["metadatas"])
@@ -176,7 +177,8 @@ problems += [f"{pid} is only partly stored" for pid, meta in zip(papers["ids"], 
              if per_paper[pid] != meta["chunks"]]
 if papers["ids"]:  # chunks without a paper record (an unfinished batch) never reach a user
     problems += [f"{hit.paper.paper_id} found without its record"
-                 for hit in engine.retriever.retrieve("Variant", k=20).hits if hit.paper.paper_id not in papers["ids"]]
+                 for hit in engine.retriever.retrieve("Variant", RetrievalParams(k=20)).hits
+                 if hit.paper.paper_id not in papers["ids"]]
 print(json.dumps({"papers": len(papers["ids"]), "problems": problems}))
 """
 
