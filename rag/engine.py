@@ -27,7 +27,7 @@ from rag.compose import compose
 from rag.config import Settings
 from rag.embeddings import Embedder, make_embedder
 from rag.index import IngestStats, PaperIndex, open_client
-from rag.intent import parse
+from rag.intent import Intent, parse
 from rag.llm import ChatClient, LLMError
 from rag.ingest import read_paths
 from rag.retrieve import HybridRetriever, RetrievalParams
@@ -48,9 +48,8 @@ _ANAPHORA = re.compile(
     r"(?:this|that|these|those|the|same)\s+(?:paper|papers|work|works|method|methods|approach|approaches|one|ones|"
     r"study|studies|authors?)(?!\s+(?:about|on|called|titled|named|that|which|proposing|by|from|in|with|for|of)\b))"
     r"\b|它|它们|他们|这篇|那篇|该论文|该方法|这些论文|这个方法", re.I)
-_SINGULAR = re.compile(r"\b(?:it|its|(?:this|that|the|same)\s+(?:paper|work|method|approach|one|study))\b|它|这篇|那篇|"
-                       r"该论文|该方法|这个方法", re.I)
-_PLURAL = re.compile(r"\b(?:these|those)\s+(?:papers|works|methods|approaches|ones|studies)\b|它们|这些论文", re.I)
+_PLURAL = re.compile(r"\b(?:(?:these|those|the)\s+(?:papers|works|methods|approaches|ones|studies)|each\s+of\s+them|"
+                     r"all\s+of\s+them|both|each)\b|它们|这些论文|这些方法", re.I)
 # A question that continues the previous one's topic without repeating it ("And for images?", "What about ViTs?").
 _ELLIPSIS = re.compile(r"^(?:and|but|also|what\s+about|how\s+about|same\s+for)\b|^(?:那|那么|还有)", re.I)
 
@@ -161,8 +160,20 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None) -> list
         return []
     last = next((t for t in reversed(history) if t.get("role") == "assistant"), None)
     ids = list((last or {}).get("paper_ids") or [])
-    # "it", "the paper": the paper the previous answer was first about; "they", "these papers": all it cited.
-    return ids[:1] if _SINGULAR.search(question) and not _PLURAL.search(question) else ids[:MAX_FOCUS]
+    # "it", "they" (the authors, most often), "the paper": the paper the previous answer was first about;
+    # "these papers", "each of them", "both": all it cited.
+    return ids[:MAX_FOCUS] if _PLURAL.search(question) else ids[:1]
+
+
+@dataclass
+class Plan:
+    """How one question will be searched and answered (`Engine._plan`)."""
+
+    intent: Intent
+    search: str  # the words searched
+    focus: list[str]  # a follow-up's papers: those of the previous answer it refers to
+    filters: dict[str, Any]  # {"decisions", "author", "from_question": the kinds the question's words set}
+    fallback: str  # why the LLM's follow-up rewrite failed, if it did
 
 
 @dataclass
@@ -293,17 +304,20 @@ class Engine:
             return self._llm
 
     def ask(self, question: str, history: list[dict[str, Any]] | None = None, k: int | None = None,
-            decision: str | list[str] | None = None, author: str | None = None) -> Answer:
+            decision: str | list[str] | None = None, author: str | None = None,
+            question_filters: Sequence[str] = ("decisions", "author")) -> Answer:
         """Answer a question from the indexed abstracts, with citations. Raises QuestionError on empty input.
-        `decision` (one or several) and `author` (a substring of an author's name) restrict the papers."""
-        for event in self.stream(question, history, k, decision, author):
+        `decision` (one or several) and `author` (a substring of an author's name) restrict the papers; when they
+        are not given, the question's own words may set them ("orals on X", "papers by Y"), for the kinds listed
+        in `question_filters` (the page's chips ask again with one left out)."""
+        for event in self.stream(question, history, k, decision, author, question_filters):
             if isinstance(event, Answer):
                 return event
         raise AssertionError("stream() ends with an Answer")
 
     def stream(self, question: str, history: list[dict[str, Any]] | None = None, k: int | None = None,
-               decision: str | list[str] | None = None, author: str | None = None
-               ) -> Iterator[Delta | Restart | Answer]:
+               decision: str | list[str] | None = None, author: str | None = None,
+               question_filters: Sequence[str] = ("decisions", "author")) -> Iterator[Delta | Restart | Answer]:
         """Like `ask`, but yields the answer text as it is written (`Delta`), a `Restart` if the LLM fails
         mid-answer and an extractive answer replaces it, and last the complete `Answer`."""
         started = time.perf_counter()
@@ -313,20 +327,14 @@ class Engine:
         k, author, history = check_k(k), check_author(author), check_history(history)
         llm, retriever = self.llm, self.retriever
         decisions = check_decisions(decision, set(retriever.state.decisions.tolist()) - {""})
-        query, focus, fallback = self._standalone(question, history, llm)
-        intent = parse(question, self._known_author)
-        search = intent.query if query == question else parse(query, self._known_author).query
-        search = zh.retrieval_query(search)  # a Chinese question is searched by its English terms (rag.zh)
-        given = (("decisions", decisions, intent.decisions), ("author", author, intent.author))
-        chosen_decisions, chosen_author = decisions or intent.decisions, author or intent.author
-        filters = {"decisions": chosen_decisions, "author": chosen_author,
-                   "from_question": [name for name, mine, theirs in given if theirs and not mine]}
+        plan = self._plan(question, history, llm, decisions, author, question_filters)
+        intent, search, focus, filters = plan.intent, plan.search, plan.focus, plan.filters
         k = len(focus) if focus else k or self.settings.k
         if intent.type == "count" or not intent.has_topic:  # a count, or "papers by X": as many as can be shown
             k = max(k, min(MAX_K, self.settings.candidates))
         loaded = time.perf_counter()
         retrieval = retriever.retrieve(search, RetrievalParams.from_settings(
-            self.settings, k=k, decisions=tuple(chosen_decisions), author=chosen_author,
+            self.settings, k=k, decisions=tuple(filters["decisions"]), author=filters["author"],
             paper_ids=tuple(focus)))
         retrieved = time.perf_counter()
         if self.indexing.running and self.indexing.total:
@@ -335,7 +343,7 @@ class Engine:
         answer = Answer(question=question, answer="", mode="extractive", abstained=True, citations=[],
                         sources=sources_from(retrieval), confidence=round(retrieval.confidence, 4),
                         retrieval_query=search if search != question else "", notices=notices,
-                        fallback_reason=fallback, answer_type=intent.type, filters=filters, focus=focus,
+                        fallback_reason=plan.fallback, answer_type=intent.type, filters=filters, focus=focus,
                         timings={"load_ms": _ms(started, loaded), "retrieve_ms": _ms(loaded, retrieved)})
         said = next((t["content"] for t in reversed(history) if t["role"] == "assistant"), "") if focus else ""
         yield from compose(answer, retrieval, self.settings, llm, self.templates, self._check_support, started,
@@ -343,6 +351,22 @@ class Engine:
         done = time.perf_counter()
         answer.timings.update(answer_ms=_ms(retrieved, done), total_ms=_ms(started, done))
         yield answer
+
+    def _plan(self, question: str, history: list[dict[str, Any]], llm: ChatClient | None, decisions: list[str],
+              author: str | None, question_filters: Sequence[str]) -> "Plan":
+        """What to search for a question and how to answer it: its type and the filters its words set
+        (`rag.intent`; the caller's filters win), the follow-up's standalone query or focus papers, and a
+        Chinese question's English terms (`rag.zh`)."""
+        query, focus, fallback = self._standalone(question, history, llm)
+        intent = parse(question, self._known_author)
+        intent.decisions = intent.decisions if "decisions" in question_filters else []
+        intent.author = intent.author if "author" in question_filters else None
+        search = intent.query if query == question else parse(query, self._known_author).query
+        search = zh.retrieval_query(search)  # a Chinese question is searched by its English terms (rag.zh)
+        given = (("decisions", decisions, intent.decisions), ("author", author, intent.author))
+        filters = {"decisions": decisions or intent.decisions, "author": author or intent.author,
+                   "from_question": [name for name, mine, theirs in given if theirs and not mine]}
+        return Plan(intent, search, focus, filters, fallback)
 
     def _check_support(self, text: str, sources: list[Source]) -> tuple[list[str], int]:
         return support.unsupported(text, sources, self.index.embedder, self.settings.support_threshold)

@@ -606,3 +606,18 @@ def test_an_invented_number_is_marked_quietly_and_the_answer_stands(page, llm):
     assert mark.count() == 2 and mark.all_inner_texts() == ["unverified", "unverified"]
     assert bot.inner_html().index("12,345") < bot.inner_html().index("unverified")
     assert "do not clearly support" in final
+
+
+def test_a_filter_written_in_the_question_shows_as_a_chip_that_asks_again_without_it(page):
+    ask(page, "Oral papers on time series")
+    chip = page.locator("#chip-decisions")
+    assert chip.is_visible() and chip.inner_text().strip() == "× Accept (Oral)"
+    assert not page.locator("#chip-author").is_visible()
+    assert "Searched: only Accept (Oral)" in last_answer(page)
+    badges = page.locator("#sources .badge").all_inner_texts()  # the cards of this (the only) answer
+    assert badges and set(badges) == {"Oral"}
+    chip.click()
+    page.wait_for_function("document.querySelector('#sources h3').innerText.includes('answer 2')", timeout=60_000)
+    assert not page.locator("#chip-decisions").is_visible()
+    assert "only Accept (Oral)" not in last_answer(page)
+    assert page.locator("#chat [data-testid=user]").last.inner_text().strip() == "Oral papers on time series"

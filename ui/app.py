@@ -4,7 +4,8 @@
 - The answer streams into the chat; each [n] links to a source card (title or label, authors, decision badge,
   OpenReview link, the best-matching snippet with the question's terms highlighted, the score, and the whole
   abstract on expand). Latency, tokens and which mode answered show under each answer.
-- Filters (decision, author), the number of papers, example questions, export (Markdown, JSON), feedback
+- Filters (decision, author; those written in the question show as chips above the box, a click asks again
+  without), the number of papers, example questions, export (Markdown, JSON), feedback
   (stored as JSON lines in the data dir), "Add papers" (upload, ingested like `rag ingest`), the progress of a
   background ingest, and a named API endpoint `/ask` returning the `Answer` as JSON.
 - Per-session state only: Gradio hands each browser session its own history and answers; the engine keeps none.
@@ -23,8 +24,8 @@ import shutil
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
@@ -99,61 +100,107 @@ def _sweep(root: Path, max_age: float, only: Path | None = None) -> None:
             pass
 
 
-def build(engine: Engine) -> gr.Blocks:
-    settings = engine.settings
-    feedback_path = Path(settings.data_dir) / "feedback.jsonl"
-    feedback_lock = threading.Lock()
-    for old in Path(tempfile.gettempdir()).glob("rag-export-*"):  # export folders of servers long gone
-        _sweep(old.parent, EXPORT_MAX_AGE, only=old)
-    export_root = Path(tempfile.mkdtemp(prefix="rag-export-")).resolve()
-    menu = ModelMenu(engine)
-    mode = (f"Answers written by **{inert(settings.llm_model or '')}** from the retrieved abstracts"
-            + (" (another model can be chosen under Model)" if menu.several else "")
-            if settings.llm_enabled else "**Extractive — no LLM configured**: answers quote the retrieved abstracts")
+@dataclass
+class Page:
+    """The components the handlers write to, so they can yield {component: value} and say what changes."""
 
-    def stream_answer(message: str, history: list[dict], answers: list[dict], decisions: list[str],
-                      author: str, k: float, export_id: str, model: str | None = None):
-        answers = list(answers or [])
-        history = list(history or [])
+    chatbot: gr.Chatbot
+    answers: gr.State
+    cards: gr.HTML
+    export_md: gr.DownloadButton
+    export_json: gr.DownloadButton
+    box: gr.Textbox
+    export_id: gr.State
+    spent: gr.Markdown
+    chips: list[gr.Button]  # one per kind of filter a question can set: "decisions", "author"
+
+
+QUESTION_FILTERS = ("decisions", "author")
+
+
+class ChatApp:
+    """The page's event handlers and the server-side state they share (exports, feedback file, model menu).
+    `build` lays out the components and wires them to these methods; the methods render what the engine returns."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.settings = engine.settings
+        self.feedback_path = Path(self.settings.data_dir) / "feedback.jsonl"
+        self.feedback_lock = threading.Lock()
+        for old in Path(tempfile.gettempdir()).glob("rag-export-*"):  # export folders of servers long gone
+            _sweep(old.parent, EXPORT_MAX_AGE, only=old)
+        self.export_root = Path(tempfile.mkdtemp(prefix="rag-export-")).resolve()
+        self.menu = ModelMenu(engine)
+        self.page: Page | None = None  # set by `build`
+
+    def stream_answer(self, message: str, history: list[dict], answers: list[dict], decisions: list[str],
+                      author: str, k: float, export_id: str, model: str | None = None,
+                      question_filters: tuple[str, ...] = QUESTION_FILTERS):
+        """Ask, streaming the answer into the chat; then the cards, exports and filter chips of the answer."""
+        page = self.page
+        assert page is not None
+        answers, history = list(answers or []), list(history or [])
         # Earlier turns come from the answers kept server-side, not from the chat's rendered Markdown.
         turns = [t for a in answers for t in ({"role": "user", "content": a["question"]},
                                               {"role": "assistant", "content": a["answer"],
                                                "paper_ids": [c["paper_id"] for c in a["citations"]]})]
         export_id = export_id or secrets.token_urlsafe(16)  # the export folder's name: the server's, not the client's
-        history.append({"role": "user", "content": inert(message)})
-        history.append({"role": "assistant", "content": ""})
+        history += [{"role": "user", "content": inert(message)}, {"role": "assistant", "content": ""}]
         text = ""
         try:
-            for event in menu.engine_for(model).stream(message, history=turns, k=check_k(k),
-                                                       decision=decisions or None,
-                                       author=author or None):
+            for event in self.menu.engine_for(model).stream(
+                    message, history=turns, k=check_k(k), decision=decisions or None, author=author or None,
+                    question_filters=question_filters):
                 if isinstance(event, Delta):
                     text += event.text
                     history[-1] = {"role": "assistant", "content": inert(text)}
-                    yield history, answers, gr.skip(), gr.skip(), gr.skip(), "", export_id
+                    yield {page.chatbot: history, page.box: "", page.export_id: export_id}
                 elif isinstance(event, Restart):
                     text = ""
                 elif isinstance(event, Answer):
                     record = event.to_dict()
-                    record["cost_usd"] = answer_cost(record["usage"], settings)
+                    record["cost_usd"] = answer_cost(record["usage"], self.settings)
                     answers.append(record)
                     history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1)}
-                    md, js = _write_exports(answers, export_id)
-                    yield history, answers, sources_panel(answers), md, js, "", export_id
+                    md, js = self.write_exports(answers, export_id)
+                    yield {page.chatbot: history, page.answers: answers, page.cards: sources_panel(answers),
+                           page.export_md: md, page.export_json: js, page.box: "", page.export_id: export_id,
+                           **self.chip_updates(record)}
         except Exception as exc:  # the message says what to do; the question stays in the conversation
-            history[-1] = {"role": "assistant", "content": inert(public_message(exc, settings))}
-            yield history, answers, gr.skip(), gr.skip(), gr.skip(), "", export_id
+            history[-1] = {"role": "assistant", "content": inert(public_message(exc, self.settings))}
+            yield {page.chatbot: history, page.box: "", page.export_id: export_id}
 
-    def _write_exports(answers: list[dict], export_id: str) -> tuple[str, str]:
+    def chip_updates(self, record: dict | None) -> dict:
+        """Show a removable chip for each filter the question's words set ("× Accept (Oral)"), hide the others."""
+        assert self.page is not None
+        filters = (record or {}).get("filters") or {}
+        set_by_question = filters.get("from_question") or []
+        labels = {"decisions": "× " + " or ".join(filters.get("decisions") or []),
+                  "author": f"× by {filters.get('author') or ''}"}
+        return {chip: gr.Button(value=labels[kind], visible=kind in set_by_question)
+                for chip, kind in zip(self.page.chips, QUESTION_FILTERS)}
+
+    def without_filter(self, kind: str):
+        """A chip's click handler: ask the last question again without the filter its words set."""
+        def handler(history, answers, decisions, author, k, export_id, model):
+            if not answers:
+                return
+            keep = tuple(f for f in QUESTION_FILTERS if f != kind)
+            yield from self.stream_answer(answers[-1]["question"], history, answers, decisions, author, k,
+                                          export_id, model, question_filters=keep)
+        handler.__name__ = f"without_{kind}"
+        return handler
+
+    def write_exports(self, answers: list[dict], export_id: str) -> tuple[str, str]:
         """The session's conversation as files for the export buttons, rewritten after each answer in one folder
         per browser session. The folder's name is a random id the server made (never the client's session hash),
         and folders untouched for an hour are removed; Gradio's cached copies go by `delete_cache`."""
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", export_id):
             raise ValueError("bad export id")
-        folder = (export_root / export_id).resolve()
-        if folder.parent != export_root.resolve():
+        folder = (self.export_root / export_id).resolve()
+        if folder.parent != self.export_root.resolve():
             raise ValueError("bad export id")
-        _sweep(export_root, max_age=EXPORT_MAX_AGE)
+        _sweep(self.export_root, max_age=EXPORT_MAX_AGE)
         folder.mkdir(exist_ok=True)
         md = folder / "conversation.md"
         md.write_text(export_markdown(answers), encoding="utf-8")
@@ -162,7 +209,7 @@ def build(engine: Engine) -> gr.Blocks:
                                  ensure_ascii=False, indent=1), encoding="utf-8")
         return str(md), str(js)
 
-    def on_feedback(answers: list[dict], data: gr.LikeData, request: gr.Request):
+    def on_feedback(self, answers: list[dict], data: gr.LikeData, request: gr.Request):
         turn = data.index if isinstance(data.index, int) else data.index[0]
         number = turn // 2  # messages alternate: question, answer
         if not answers or number >= len(answers):
@@ -173,12 +220,13 @@ def build(engine: Engine) -> gr.Blocks:
                 "helpful": liked, "question": answer["question"], "answer": answer["answer"],
                 "mode": answer["mode"], "model": answer["model"],
                 "cited": [c["paper_id"] for c in answer["citations"]]}
-        with feedback_lock, feedback_path.open("a", encoding="utf-8") as f:
+        with self.feedback_lock, self.feedback_path.open("a", encoding="utf-8") as f:
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
         gr.Info("Thanks, feedback saved.", duration=3)
 
-    def add_papers(files: list | None):
+    def add_papers(self, files: list | None):
         """Ingest uploaded files like `rag ingest`; the report names the uploaded files, not server paths."""
+        engine = self.engine
         paths = [Path(getattr(f, "name", f)) for f in files or []]
         if not paths:
             return "", indexing_line(engine)
@@ -188,7 +236,7 @@ def build(engine: Engine) -> gr.Blocks:
         try:
             stats = engine.ingest(paths)
         except Exception as exc:
-            return inert(public_message(exc, settings)), indexing_line(engine)
+            return inert(public_message(exc, self.settings)), indexing_line(engine)
         names = {str(p): p.name for p in paths}
         lines = [f"**Added papers** from {inert(', '.join(p.name for p in paths))}: {inert(stats.summary())}."]
         for problem in stats.problems:
@@ -197,17 +245,33 @@ def build(engine: Engine) -> gr.Blocks:
             lines.append(f"- skipped {inert(problem)}")
         return "\n".join(lines), indexing_line(engine)
 
-    def ask_api(question: str, history: list[dict] | None = None, k: int = 5,
+    def ask_api(self, question: str, history: list[dict] | None = None, k: int = 5,
                 decisions: list[str] | None = None, author: str = "") -> dict:
-        """Answer a question from the indexed abstracts. history: [{"role": "user"|"assistant", "content": ...}];
-        k: papers to retrieve (1-50); decisions: e.g. ["Accept (Oral)"] or ["oral"]; author: part of a name.
-        Returns the Answer as JSON: answer, mode, abstained, citations, sources, timings."""
+        """Answer a question from the indexed abstracts. history: [{"role": "user"|"assistant", "content": ...,
+        "paper_ids": [...] (optional: the papers that answer cited)}]; k: papers to retrieve (1-50); decisions:
+        e.g. ["Accept (Oral)"] or ["oral"]; author: part of a name. Filters written in the question ("orals on
+        X", "papers by Y") apply when these are not given. Returns the Answer as JSON: answer, answer_type,
+        filters, mode, abstained, citations, sources, timings."""
         try:
-            return engine.ask(question, history=history, k=k, decision=decisions or None,
-                              author=author or None).to_dict()
+            return self.engine.ask(question, history=history, k=k, decision=decisions or None,
+                                   author=author or None).to_dict()
         except Exception as exc:
-            raise gr.Error(public_message(exc, settings), print_exception=False) from None
+            raise gr.Error(public_message(exc, self.settings), print_exception=False) from None
 
+    def reset(self) -> dict:
+        assert self.page is not None
+        page = self.page
+        return {page.chatbot: [], page.answers: [], page.cards: sources_panel([]), page.export_md: None,
+                page.export_json: None, page.spent: "", **self.chip_updates(None)}
+
+
+def build(engine: Engine) -> gr.Blocks:
+    """Lay out the page and wire its events to a `ChatApp`'s handlers."""
+    app = ChatApp(engine)
+    settings, menu = engine.settings, app.menu
+    mode = (f"Answers written by **{inert(settings.llm_model or '')}** from the retrieved abstracts"
+            + (" (another model can be chosen under Model)" if menu.several else "")
+            if settings.llm_enabled else "**Extractive — no LLM configured**: answers quote the retrieved abstracts")
     with gr.Blocks(title="Ask the ICLR 2025 abstracts", analytics_enabled=False,
                    delete_cache=(EXPORT_MAX_AGE // 2, EXPORT_MAX_AGE)) as demo:
         answers = gr.State([])
@@ -222,6 +286,9 @@ def build(engine: Engine) -> gr.Blocks:
                 chatbot = gr.Chatbot(label="Conversation", height=560, elem_id="chat", sanitize_html=True,
                                      latex_delimiters=[],
                                      feedback_options=("Like", "Dislike"), buttons=["copy"])
+                with gr.Row(elem_id="chips"):  # filters the last question's words set; a click asks without it
+                    chips = [gr.Button("", size="sm", visible=False, elem_id=f"chip-{kind}", elem_classes="chip")
+                             for kind in QUESTION_FILTERS]
                 with gr.Row():
                     box = gr.Textbox(placeholder="Ask about the papers…", show_label=False, scale=6,
                                      elem_id="question", max_length=100_000, submit_btn=False)
@@ -243,21 +310,24 @@ def build(engine: Engine) -> gr.Blocks:
                     author = gr.Textbox(label="Author name contains", elem_id="author")
                     k = gr.Slider(1, 20, value=settings.k, step=1, label="Papers to retrieve", elem_id="k")
                 cards = gr.HTML(sources_panel([]), elem_id="sources")
+        app.page = Page(chatbot, answers, cards, export_md, export_json, box, export_id, spent, chips)
 
-        inputs = [box, chatbot, answers, decisions, author, k, export_id, model]
-        outputs = [chatbot, answers, cards, export_md, export_json, box, export_id]
+        outputs = [chatbot, answers, cards, export_md, export_json, box, export_id, *chips]
+        totals = dict(fn=lambda a: session_line(a, settings), inputs=answers, outputs=spent, api_visibility="private")
         for trigger in (send.click, box.submit):
-            trigger(stream_answer, inputs, outputs, api_visibility="private",
-                    concurrency_limit=settings.concurrency, concurrency_id="ask"
-                    ).then(lambda a: session_line(a, settings), answers, spent, api_visibility="private")
-        chatbot.like(on_feedback, [answers], None, api_visibility="private")
-        reset: tuple[Callable[[], tuple], None, list] = (
-            lambda: ([], [], sources_panel([]), None, None, ""), None,
-            [chatbot, answers, cards, export_md, export_json, spent])
-        clear.click(*reset, api_visibility="private")
-        chatbot.clear(*reset, api_visibility="private")  # the chat's own trash icon resets everything too
-        gr.api(ask_api, api_name="ask", concurrency_limit=settings.concurrency, concurrency_id="ask")
-        upload.upload(add_papers, [upload], [added, progress], api_visibility="private", concurrency_limit=1)
+            trigger(app.stream_answer, [box, chatbot, answers, decisions, author, k, export_id, model], outputs,
+                    api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
+                    ).then(**totals)
+        for chip, kind in zip(chips, QUESTION_FILTERS):
+            chip.click(app.without_filter(kind), [chatbot, answers, decisions, author, k, export_id, model], outputs,
+                       api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
+                       ).then(**totals)
+        chatbot.like(app.on_feedback, [answers], None, api_visibility="private")
+        reset_outputs = [chatbot, answers, cards, export_md, export_json, spent, *chips]
+        clear.click(app.reset, None, reset_outputs, api_visibility="private")
+        chatbot.clear(app.reset, None, reset_outputs, api_visibility="private")  # the chat's trash icon too
+        gr.api(app.ask_api, api_name="ask", concurrency_limit=settings.concurrency, concurrency_id="ask")
+        upload.upload(app.add_papers, [upload], [added, progress], api_visibility="private", concurrency_limit=1)
         timer = gr.Timer(2.0, active=engine.indexing.running)
         timer.tick(lambda: (indexing_line(engine), gr.Timer(active=engine.indexing.running)), None,
                    [progress, timer], api_visibility="private", show_progress="hidden")
