@@ -219,20 +219,21 @@ def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], setti
         else:
             lines.append(f"{BULLET} {s.title} [{s.n}] (title only: the list has no abstract for it)")
     n, checked = len(passing), len(retrieval.hits)
-    papers = "paper" if n == 1 else "papers"
-    more = (f" These are the {checked} best-ranked; there may be more (ask for more papers to see them)."
-            if n == checked and not whole_list else "")
+    papers, each = ("paper", "it has") if n == 1 else ("papers", "each has")
+    bar_text = f"a sentence scoring at least {bar:.2f} against the question"
     if whole_list:
         head = f"{n} {papers} found:"
     elif answer_type == "count":
-        head = (f"{'At least ' if more else ''}{n} {papers} in the list match this question: each has a sentence "
-                f"scoring at least {bar:.2f} against it (checked: the {checked} best-ranked papers).")
+        head = (f"{n} {papers} in the list {'matches' if n == 1 else 'match'} this question ({each} {bar_text}; "
+                f"checked: the {checked} best-ranked papers):")
     elif answer_type == "compare":
         head = "Side by side, each paper's sentence closest to the question:"
     else:
-        head = (f"{n} {papers} match (each has a sentence scoring at least {bar:.2f} against the question), "
-                "with the sentence closest to it:")
-    return "\n".join([head + (more if answer_type != "compare" else "")] + lines), [s.n for s in passing]
+        head = f"{n} {papers} {'matches' if n == 1 else 'match'} ({each} {bar_text}), with the sentence closest to it:"
+    lines = [head] + lines
+    if n == checked and checked >= retrieval.k and not whole_list and answer_type != "compare":
+        lines.append(f"(All {checked} papers searched pass the bar; there may be more: ask for more papers.)")
+    return "\n".join(lines), [s.n for s in passing]
 
 
 def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, single_paper: bool = False

@@ -62,6 +62,7 @@ class Retrieval:
     terms: set[str] = field(default_factory=set)  # the question's stemmed terms (BM25's tokenizer)
     sentences: list["ScoredSentence"] = field(default_factory=list)  # of the top papers, best first
     named_match: str = ""  # a rare, name-like term of the question found in the top paper ("Scylla")
+    k: int = 5  # papers asked for: fewer hits means every paper the filters allow was ranked
     term_df: dict[str, int] = field(default_factory=dict)  # in how many papers each of `terms` occurs (rag.abstain)
     corpus_size: int = 0
 
@@ -179,7 +180,7 @@ class HybridRetriever:
                                        params.rrf_k)]
         if self.reranker is not None:
             hits = self.reranker(query, hits[:max(params.k, RERANK_DEPTH)])
-        retrieval.hits = hits[:params.k]
+        retrieval.hits, retrieval.k = hits[:params.k], params.k
         self.annotate(retrieval, state)
         return retrieval
 

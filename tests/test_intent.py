@@ -92,8 +92,8 @@ def test_lists_and_counts_state_their_bar_and_name_each_paper_once(embedded_seed
     count = engine.ask("How many papers are about diffusion models?")
     assert count.answer_type == "count" and not count.abstained and len(count.sources) > 5
     head, *lines = count.answer.split("\n")
-    assert head.startswith(f"{len(lines)} papers in the list match this question: each has a sentence scoring at "
-                           f"least {engine.settings.abstain_threshold:.2f}")
+    assert head.startswith(f"{len(lines)} papers in the list match this question (each has a sentence scoring at "
+                           f"least {engine.settings.abstain_threshold:.2f} against the question; checked: the ")
     assert all(line.startswith("• ") for line in lines) and [c.n for c in count.citations] == \
         [int(line.rsplit("[", 1)[1].rstrip("]")) for line in lines]
     assert any("CatVTON" in line for line in lines)
@@ -112,6 +112,8 @@ def test_filters_written_in_the_question_are_applied_and_reported(embedded_seed_
     assert by.filters["author"] == "Max Tegmark" and by.filters["from_question"] == ["author"]
     assert by.citations and all(any("Tegmark" in a for a in s.authors) for s in by.sources)
     assert by.answer.startswith(f"{len(by.citations)} paper")  # every paper of the filter, no relevance bar
+    one = engine.ask("Oral papers on time series")  # the filter lets fewer papers through than were asked for
+    assert one.answer.startswith("1 paper matches (it has a sentence scoring") and "there may be more" not in one.answer
     # The panel's (or the API's) filter wins over the question's words.
     panel = engine.ask("Oral papers on time series", decision=["Accept (Poster)"])
     assert panel.filters["from_question"] == [] and all(s.decision == "Accept (Poster)" for s in panel.sources)
