@@ -287,7 +287,7 @@ class PaperIndex:
         done = 0
         if progress:
             progress(0, len(todo))
-        # The model embeds one batch while a writer thread stores the one before it (Chroma's writes are ~10% of
+        # The model embeds one batch while a writer thread stores the one before it (Chroma's writes are ~6% of
         # an ingest, and its Rust and sqlite code runs without the GIL). One writer keeps the batches in order.
         with ThreadPoolExecutor(1, thread_name_prefix="index-writer") as writer:
             pending: Future | None = None
