@@ -3,7 +3,8 @@
     python bench/run.py [--corpus ../shared/corpus/iclr2025.jsonl] [--sample 256] [--repeats 3] [--large 20000]
 
 Sections (each figure a median of --repeats runs unless said otherwise):
-1. raw embedder throughput (abstracts/s) vs full ingest throughput, on the same --sample papers;
+1. raw embedder throughput (abstracts/s) vs full ingest throughput, on the same --sample papers, and the whole
+   list's ingest (section 3) against one embedding pass over its abstracts;
 2. re-ingest of the unchanged sample vs its first ingest;
 3. retrieval latency p50/p95 over >= 200 questions at the full corpus and at ~--large papers. The large set is
    the corpus plus perturbed copies (words of each abstract lightly shuffled, chunk and paper vectors given
@@ -177,17 +178,33 @@ def main() -> int:
     write_jsonl(sample, sample_file)
     log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
 
+    # The baseline of section 6: plain llama-index VectorStoreIndex over Chroma, default settings, same embedder.
+    import chromadb
+    from llama_index.core import Document, StorageContext, VectorStoreIndex
+    from llama_index.vector_stores.chroma import ChromaVectorStore
+
+    def baseline_index(folder: Path, docs_papers):
+        client = chromadb.PersistentClient(path=str(folder))
+        store = ChromaVectorStore(chroma_collection=client.get_or_create_collection("baseline"))
+        docs = [Document(text=p.abstract, metadata={"paper_id": p.paper_id, "title": p.title}) for p in docs_papers]
+        return VectorStoreIndex.from_documents(docs, storage_context=StorageContext.from_defaults(vector_store=store),
+                                               embed_model=embedder.as_llama_index())
+
     # 1-2. Embedder vs ingest, re-ingest.
     probe = Engine(Settings.load(data_dir=work / "probe"))
     embedder = probe.index.embedder
     embedder.embed([p.abstract for p in sample[:8]])  # warm-up
-    raw = [timed(embedder.embed, [p.abstract for p in sample])[0] for _ in range(args.repeats)]
-    first, again = [], []
+    # Raw embedder, ingest and the llama-index baseline (section 6) take turns, so that a change of load on this
+    # shared machine hits all three alike.
+    raw, first, again, base_first = [], [], [], []
     for r in range(args.repeats):
+        raw.append(timed(embedder.embed, [p.abstract for p in sample])[0])
         engine = Engine(Settings.load(data_dir=work / f"ingest-{r}"))
         engine.index  # load outside the timing, as the embedder above
         first.append(timed(engine.ingest, [sample_file])[0])
         again.append(timed(engine.ingest, [sample_file])[0])
+        base_first.append(timed(baseline_index, work / f"base-{r}", sample)[0])
+    report["base_ingest_rate"] = args.sample / statistics.median(base_first)
     report["embed_rate"] = args.sample / statistics.median(raw)
     # What each side feeds the model: abstracts cut at 256 tokens, against every chunk ("title\n\nchunk").
     stored = engine.index.chunks.get(include=["documents", "metadatas"])
@@ -201,6 +218,8 @@ def main() -> int:
     # 3. Retrieval latency at the corpus and at ~large.
     full = Engine(Settings.load(data_dir=args.data_dir))
     report["full_existed"] = full.index.count() > 0
+    # What the shipped model needs to embed the list's abstracts once (cut at 256 tokens), next to its ingest.
+    report["raw_full_s"], _ = timed(embedder.embed, [p.abstract for p in papers])
     full_ingest_s, _ = timed(full.ingest, [args.corpus])
     report["full_papers"], report["full_ingest_s"] = full.index.count(), full_ingest_s
     qs = questions_for(papers, args.questions)
@@ -232,20 +251,7 @@ def main() -> int:
     report["peak_rss_mb"] = int(out.stdout.strip().splitlines()[-1]) / 1024
     log("5 done", report["peak_rss_mb"])
 
-    # 6. Baseline: plain llama-index VectorStoreIndex over Chroma, default settings, same embedder.
-    import chromadb
-    from llama_index.core import Document, StorageContext, VectorStoreIndex
-    from llama_index.vector_stores.chroma import ChromaVectorStore
-
-    def baseline_index(folder: Path, docs_papers):
-        client = chromadb.PersistentClient(path=str(folder))
-        store = ChromaVectorStore(chroma_collection=client.get_or_create_collection("baseline"))
-        docs = [Document(text=p.abstract, metadata={"paper_id": p.paper_id, "title": p.title}) for p in docs_papers]
-        return VectorStoreIndex.from_documents(docs, storage_context=StorageContext.from_defaults(vector_store=store),
-                                               embed_model=embedder.as_llama_index())
-
-    base_first = [timed(baseline_index, work / f"base-{r}", sample)[0] for r in range(args.repeats)]
-    report["base_ingest_rate"] = args.sample / statistics.median(base_first)
+    # 6. Baseline (its sample ingest was timed in section 1).
     base_full_s, base = timed(baseline_index, work / "base-full", papers)
     report["base_full_ingest_s"] = base_full_s
     base_retriever = base.as_retriever(similarity_top_k=5)
@@ -316,11 +322,16 @@ Medians of {args.repeats} runs unless said otherwise. Benchmarks, not tests: com
 |---|---|
 | raw embedder (whole abstracts, `MiniLMEmbedding.embed`) | {f(r['embed_rate'])} |
 | full ingest (`Engine.ingest`: parse, chunk, embed, write Chroma) | {f(r['ingest_rate'])} |
-| ratio (target ≥ 0.9) | {r['ingest_rate'] / r['embed_rate']:.2f} |
+| ratio (target ≥ 1.0) | {r['ingest_rate'] / r['embed_rate']:.2f} |
+| plain llama-index pipeline (section 6) | {f(r['base_ingest_rate'])} |
+| ratio ingest / llama-index (target ≥ 1.0) | {r['ingest_rate'] / r['base_ingest_rate']:.2f} |
+
+The whole list ({r['full_papers']:,} papers): embedding its abstracts once (`MiniLMEmbedding.embed`, one run)
+{r['raw_full_s']:.1f} s; its ingest{" (a re-ingest: the index existed)" if r['full_existed'] else ""} {r['full_ingest_s']:.1f} s, i.e. {r['full_ingest_s'] / r['raw_full_s']:.2f}× (target ≤ 1.1).
 
 Tokens fed to the model per paper: {r['raw_tokens']:.0f} by the raw embedder (each abstract cut at 256), {r['ingest_tokens']:.0f}
 by the ingest (every chunk, title included, nothing cut), i.e. {r['ingest_tokens'] / r['raw_tokens']:.2f}× the work.
-Sentence vectors come from the same pass (no extra model call).
+Sentence vectors come from the same pass (no extra model call); Chroma writes overlap the next batch's embedding.
 
 ## 2. Re-ingest of the unchanged sample
 first ingest {r['first_s']:.2f} s, re-ingest {r['again_s']:.2f} s: {100 * r['again_s'] / r['first_s']:.1f}% (target ≤ 10%).

@@ -45,7 +45,9 @@ class Settings(BaseModel):
     # 250 + [CLS] + [SEP] fits MiniLM's 256-token window, so no chunk is ever truncated; on the seed dev set 250
     # matched 200 on hit@1/hit@5, raised multi-paper recall@5 from 0.85 to 0.95, and embeds 20% fewer chunks.
     chunk_size: int = Field(250, ge=32, le=2048, description="Tokens per chunk, title included.")
-    chunk_overlap: int = Field(30, ge=0, le=512, description="Tokens shared by neighbouring chunks.")
+    # 0: every sentence is stored with a vector of its own (rag.index), so chunks need no shared margin, and the
+    # overlap was 2% more tokens for the model to embed at ingest (bench/FINDINGS.md).
+    chunk_overlap: int = Field(0, ge=0, le=512, description="Tokens shared by neighbouring chunks.")
 
     # Retrieval
     k: int = Field(5, ge=1, le=50, description="How many papers to retrieve.")

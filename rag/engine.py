@@ -271,12 +271,12 @@ class Engine:
     def index_in_background(self, paths: list[str | Path], refresh_every: float = 15.0) -> threading.Thread:
         """Ingest `paths` in a thread while questions are answered (`rag serve` and the bundled list). Progress
         is in `self.indexing`; answers given meanwhile say how many papers they searched. Stopping the process
-        loses at most the batch being embedded: a restart skips every paper already stored."""
+        loses at most the two batches being embedded and written: a restart skips every paper already stored."""
         self.indexing = state = Indexing(running=True)
 
         def progress(done: int, todo: int) -> None:
             if done == 0:
-                state.total = self.index.count() + todo  # papers stored, plus those to come
+                state.total = self.index.expected  # papers stored, plus the new ones to come
 
         def run() -> None:
             try:

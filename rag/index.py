@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -99,6 +100,17 @@ class IngestStats:
         return (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
                 f"removed {self.removed}, skipped {self.skipped}{matched} "
                 f"({self.embedded_chunks} chunks embedded in {self.seconds:.1f} s)")
+
+
+@dataclass
+class _Batch:
+    """Papers embedded and ready to store (`PaperIndex._embed` -> `PaperIndex._store`)."""
+
+    papers: list[Paper]
+    nodes: list[Any]  # llama-index TextNodes of the chunks, embeddings set
+    sentences: tuple[list[str], list[np.ndarray], list[str], list[dict]]  # ids, vectors, texts, metadatas
+    paper_vectors: list[list[float]]
+    paper_metas: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -201,6 +213,7 @@ class PaperIndex:
         # Papers stored with other chunking (or before sentence vectors were stored) are re-embedded on ingest.
         self.chunking = f"{settings.chunk_size}/{settings.chunk_overlap}/{SENTENCE_FORMAT}"
         self._writer: tuple[Any, Any] | None = None  # llama-index splitter and vector store, made on first write
+        self.expected = 0  # papers the store will hold when the running (or last) upsert ends
 
     def _llama_index(self) -> tuple[Any, Any]:
         if self._writer is None:
@@ -270,24 +283,35 @@ class PaperIndex:
         for ids in _parts(list(released)):
             self.papers.update(ids=ids, metadatas=[released[pid] for pid in ids])
 
+        # The papers the store holds when this ends: those stored now, plus the new ones among `todo`.
+        self.expected = self.papers.count() + sum(1 for p in todo if p.paper_id not in stored)
         done = 0
         if progress:
             progress(0, len(todo))
-        for start in range(0, len(todo), INGEST_BATCH):
-            batch = todo[start:start + INGEST_BATCH]
-            # Also clears chunks a killed earlier run left behind without their paper record (the marker).
-            self._delete([p.paper_id for p in batch])
-            stats.embedded_chunks += self._write(batch, holders)
-            done += len(batch)
-            if progress:
-                progress(done, len(todo))
+        # The model embeds one batch while a writer thread stores the one before it (Chroma's writes are ~6% of
+        # an ingest, and its Rust and sqlite code runs without the GIL). One writer keeps the batches in order.
+        with ThreadPoolExecutor(1, thread_name_prefix="index-writer") as writer:
+            pending: Future | None = None
+            for start in range(0, len(todo), INGEST_BATCH):
+                batch = self._embed(todo[start:start + INGEST_BATCH], holders)
+                if pending is not None:
+                    done += pending.result()
+                    if progress:
+                        progress(done, len(todo))
+                stats.embedded_chunks += len(batch.nodes)
+                pending = writer.submit(self._store, batch)
+            if pending is not None:
+                done += pending.result()
+                if progress:
+                    progress(done, len(todo))
         stats.seconds = time.perf_counter() - started
         return stats
 
-    def _write(self, papers: list[Paper], holders: dict[str, dict[str, int]]) -> int:
+    def _embed(self, papers: list[Paper], holders: dict[str, dict[str, int]]) -> "_Batch":
+        """Chunk and embed `papers` (the model's work; nothing is written)."""
         from llama_index.core.schema import Document, TextNode
 
-        splitter, vector_store = self._llama_index()
+        splitter = self._llama_index()[0]
         nodes: list[TextNode] = []
         owners: list[int] = []
         texts: list[str] = []  # what is embedded: "title\n\nchunk"
@@ -361,25 +385,33 @@ class PaperIndex:
         if missing:
             for pos, vector in zip(missing, self.embedder.embed([documents[i] for i in missing])):
                 sentence_vectors[pos] = vector
-        if nodes:
-            vector_store.add(nodes)
-        for part in range(0, len(ids), 1000):
-            self.sentences.add(ids=ids[part:part + 1000], embeddings=np.asarray(sentence_vectors[part:part + 1000]),
-                               documents=documents[part:part + 1000], metadatas=metadatas[part:part + 1000])
         owners_arr = np.asarray(owners)
         paper_vectors = []
         for i in range(len(papers)):
             v = vectors[owners_arr == i].mean(axis=0)
             paper_vectors.append((v / max(float(np.linalg.norm(v)), 1e-12)).tolist())
         counts = np.bincount(owners_arr, minlength=len(papers))
-        self.papers.upsert(
-            ids=[p.paper_id for p in papers],
-            embeddings=paper_vectors,
-            documents=[p.abstract for p in papers],
-            metadatas=[_paper_meta(p, int(c), self.chunking, len(n)) | _holder_fields(holders[p.paper_id])
-                       for p, c, n in zip(papers, counts, sentences)],
-        )
-        return len(nodes)
+        return _Batch(
+            papers=papers, nodes=nodes,
+            sentences=(ids, sentence_vectors, documents, metadatas),
+            paper_vectors=paper_vectors,
+            paper_metas=[_paper_meta(p, int(c), self.chunking, len(n)) | _holder_fields(holders[p.paper_id])
+                         for p, c, n in zip(papers, counts, sentences)])
+
+    def _store(self, batch: "_Batch") -> int:
+        """Write an embedded batch: chunks, sentences, then each paper's record (the completion marker).
+        Returns the number of papers written."""
+        # Also clears chunks a killed earlier run left behind without their paper record (the marker).
+        self._delete([p.paper_id for p in batch.papers])
+        if batch.nodes:
+            self._llama_index()[1].add(batch.nodes)
+        ids, vectors, documents, metadatas = batch.sentences
+        for part in range(0, len(ids), 1000):
+            self.sentences.add(ids=ids[part:part + 1000], embeddings=np.asarray(vectors[part:part + 1000]),
+                               documents=documents[part:part + 1000], metadatas=metadatas[part:part + 1000])
+        self.papers.upsert(ids=[p.paper_id for p in batch.papers], embeddings=batch.paper_vectors,
+                           documents=[p.abstract for p in batch.papers], metadatas=batch.paper_metas)
+        return len(batch.papers)
 
     def _delete(self, paper_ids: list[str]) -> None:
         for part in _parts(paper_ids):

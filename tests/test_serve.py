@@ -4,6 +4,7 @@ after a restart without embedding anything twice."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 
@@ -53,6 +54,26 @@ def test_a_background_ingest_is_searchable_as_it_goes_and_resumes_after_a_restar
     restarted.index_in_background([SEEDS]).join(120)
     assert restarted.indexing.summary.startswith("added 0, updated 0, unchanged 38")
     assert "0 chunks embedded" in restarted.indexing.summary
+
+
+def test_the_progress_total_counts_an_updated_paper_once(tmp_path):
+    settings = Settings(data_dir=tmp_path / "index")
+    engine = Engine(settings, serving=True)
+    engine.ingest([DATA / "papers_small.jsonl"])
+    lines = (DATA / "papers_small.jsonl").read_text().splitlines()
+    record = json.loads(lines[0])
+    record["abstract"] += " We also release a benchmark of cloud incidents."  # same id, new text: an update
+    edited = tmp_path / "papers_small.jsonl"
+    edited.write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
+    thread = engine.index_in_background([edited, SEEDS], refresh_every=0.0)
+    totals = set()
+    while thread.is_alive():
+        if engine.indexing.running and engine.indexing.total:
+            totals.add(engine.indexing.total)
+        time.sleep(0.01)
+    assert engine.indexing.summary.startswith("added 38, updated 1, unchanged 7")
+    # 8 stored + 38 new: the updated paper is stored already and is not counted again while it is re-embedded.
+    assert totals == {46} and engine.indexing.total == engine.index.count() == 46
 
 
 def test_a_port_in_use_is_reported_before_the_index_loads(tmp_path):
