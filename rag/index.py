@@ -293,13 +293,13 @@ class PaperIndex:
         with ThreadPoolExecutor(1, thread_name_prefix="index-writer") as writer:
             pending: Future | None = None
             for start in range(0, len(todo), INGEST_BATCH):
-                batch = self._embed(todo[start:start + INGEST_BATCH], holders)
+                embedded = self._embed(todo[start:start + INGEST_BATCH], holders)
                 if pending is not None:
                     done += pending.result()
                     if progress:
                         progress(done, len(todo))
-                stats.embedded_chunks += len(batch.nodes)
-                pending = writer.submit(self._store, batch)
+                stats.embedded_chunks += len(embedded.nodes)
+                pending = writer.submit(self._store, embedded)
             if pending is not None:
                 done += pending.result()
                 if progress:
