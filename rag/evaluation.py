@@ -49,25 +49,30 @@ def matches(gold: str, paper_id: str, abstract: str) -> bool:
     return gold == paper_id or norm(abstract).startswith(norm(gold))
 
 
-def load_questions(paths: list[Path], kinds: list[str] | None = None) -> list[dict]:
-    out = []
+def _lines(paths: list[Path]):
+    """(path, line number, line) of every non-blank line of the JSON-lines files, in order."""
     for path in paths:
         for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-                assert isinstance(item, dict) and isinstance(item.get("question"), str)
-                assert item.get("kind") in ("single", "multi", "none", "followup")
-                assert isinstance(item.get("gold", []), list)
-                assert item["kind"] != "followup" or len(item.get("turns") or []) == 2
-            except (ValueError, AssertionError):
-                raise QuestionSetError(f"{path}:{number}: not a question in the documented format "
-                                       '({"qid", "kind", "question", "gold", ...})') from None
-            item.setdefault("qid", f"{Path(path).stem}:{number}")
-            item.setdefault("set", Path(path).stem)
-            if not kinds or item["kind"] in kinds:
-                out.append(item)
+            if line.strip():
+                yield path, number, line
+
+
+def load_questions(paths: list[Path], kinds: list[str] | None = None) -> list[dict]:
+    out = []
+    for path, number, line in _lines(paths):
+        try:
+            item = json.loads(line)
+            assert isinstance(item, dict) and isinstance(item.get("question"), str)
+            assert item.get("kind") in ("single", "multi", "none", "followup")
+            assert isinstance(item.get("gold", []), list)
+            assert item["kind"] != "followup" or len(item.get("turns") or []) == 2
+        except (ValueError, AssertionError):
+            raise QuestionSetError(f"{path}:{number}: not a question in the documented format "
+                                   '({"qid", "kind", "question", "gold", ...})') from None
+        item.setdefault("qid", f"{Path(path).stem}:{number}")
+        item.setdefault("set", Path(path).stem)
+        if not kinds or item["kind"] in kinds:
+            out.append(item)
     return out
 
 
@@ -281,27 +286,24 @@ def load_support_pairs(paths: list[Path]) -> list[dict]:
 
     by_id = {p.paper_id: p for p in known_papers().values()}
     out = []
-    for path in paths:
-        for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-                assert isinstance(item, dict) and isinstance(item.get("sentence"), str) and item["sentence"].strip()
-                assert item.get("label") in SUPPORT_LABELS
-                assert isinstance(item.get("cited"), list) and item["cited"]
-            except (ValueError, AssertionError):
-                raise QuestionSetError(f"{path}:{number}: not a support pair in the documented format "
-                                       '({"pid", "sentence", "cited", "label", ...})') from None
-            unknown = [c for c in item["cited"] if c not in by_id]
-            if unknown:
-                raise QuestionSetError(f"{path}:{number}: cites {', '.join(map(str, unknown))}, not a paper of the "
-                                       "bundled ICLR 2025 list")
-            item.setdefault("pid", f"{Path(path).stem}:{number}")
-            item.setdefault("why", "")
-            item.setdefault("half", "")
-            item["papers"] = [by_id[c] for c in item["cited"]]
-            out.append(item)
+    for path, number, line in _lines(paths):
+        try:
+            item = json.loads(line)
+            assert isinstance(item, dict) and isinstance(item.get("sentence"), str) and item["sentence"].strip()
+            assert item.get("label") in SUPPORT_LABELS
+            assert isinstance(item.get("cited"), list) and item["cited"]
+        except (ValueError, AssertionError):
+            raise QuestionSetError(f"{path}:{number}: not a support pair in the documented format "
+                                   '({"pid", "sentence", "cited", "label", ...})') from None
+        unknown = [c for c in item["cited"] if c not in by_id]
+        if unknown:
+            raise QuestionSetError(f"{path}:{number}: cites {', '.join(map(str, unknown))}, not a paper of the "
+                                   "bundled ICLR 2025 list")
+        item.setdefault("pid", f"{Path(path).stem}:{number}")
+        item.setdefault("why", "")
+        item.setdefault("half", "")
+        item["papers"] = [by_id[c] for c in item["cited"]]
+        out.append(item)
     return out
 
 
