@@ -209,9 +209,16 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
         batch, **settings: Any) -> None:
     """Answer QUESTION from the indexed abstracts, citing papers as [n].
 
+    The answer follows the question: who wrote X (the authors), was X an oral (the decision), where can I read X
+    (the link), which papers / how many papers on X (a list or a count with its relevance bar), compare X and Y,
+    or the best sentences otherwise (`answer_type` in --json). Filters may be written in the question ("orals on
+    X", "papers by <author>"); --decision / --author win when given.
+
     \b
     Examples:
       rag ask "Is there work on making sparse autoencoders cheaper to train?"
+      rag ask "Who wrote the paper about Switch Sparse Autoencoders?"
+      rag ask "How many orals are about diffusion models?"
       rag ask --json --k 8 --decision "Accept (Oral)" "diffusion models for image restoration"
       rag ask --json --batch questions.jsonl > answers.jsonl
     """
