@@ -169,7 +169,7 @@ def search_line(answer: dict) -> str:
         n = len(answer["focus"])
         bits.append(f"within the previous answer's {'paper' if n == 1 else f'{n} papers'}")
     if answer.get("retrieval_query"):
-        bits.append(f"searched “{inert(answer['retrieval_query'])}”")
+        bits.append(f"“{inert(answer['retrieval_query'])}”")
     return "Searched: " + "; ".join(bits) if bits else ""
 
 
