@@ -114,6 +114,10 @@ def test_filters_written_in_the_question_are_applied_and_reported(embedded_seed_
     assert by.answer.startswith(f"{len(by.citations)} paper")  # every paper of the filter, no relevance bar
     one = engine.ask("Oral papers on time series")  # the filter lets fewer papers through than were asked for
     assert one.answer.startswith("1 paper matches (it has a sentence scoring") and "there may be more" not in one.answer
+    # A chip's click: the same question without the filter its words set.
+    unfiltered = engine.ask("Oral papers on time series", question_filters=("author",))
+    assert unfiltered.filters == {"decisions": [], "author": None, "from_question": []}
+    assert {s.decision for s in unfiltered.sources} - {"Accept (Oral)"}
     # The panel's (or the API's) filter wins over the question's words.
     panel = engine.ask("Oral papers on time series", decision=["Accept (Poster)"])
     assert panel.filters["from_question"] == [] and all(s.decision == "Accept (Poster)" for s in panel.sources)
