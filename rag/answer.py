@@ -169,7 +169,11 @@ def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], 
     if answer_type in RECORD_TYPES:
         return record_answer(answer_type, sources[0], asked_decision), [1]
     if answer_type in ("list", "count", "compare"):
-        return listing(answer_type, retrieval, sources, settings, whole_list)
+        listed = listing(answer_type, retrieval, sources, settings, whole_list)
+        if listed[1]:
+            return listed
+        # The collection covers the question (the gate let it through) but no single paper passes the bar on its
+        # own: quote the best sentences rather than refuse.
     return explain(retrieval, sources, settings, single_paper)
 
 

@@ -7,14 +7,14 @@ StoreBusyError, QuestionSetError), whose message names the fix. The shells catch
 
 from __future__ import annotations
 
-MAX_LINE = 400  # characters of a message shown on one line; longer is a page, not a reason
+MAX_LINE: int | None = None  # no cut by default: a message ends with its fix (e.g. the command to run)
 
 
 class RagError(Exception):
     """An expected failure; `str(exc)` says what happened and what to do."""
 
 
-def one_line(exc: BaseException, limit: int = MAX_LINE) -> str:
-    """The error's message on one line (whitespace collapsed), cut at `limit` characters."""
+def one_line(exc: BaseException, limit: int | None = MAX_LINE) -> str:
+    """The error's message on one line (whitespace collapsed), cut at `limit` characters if given."""
     text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"

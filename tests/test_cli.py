@@ -165,8 +165,10 @@ def test_ask_json_lists_a_title_only_paper_with_no_text(tmp_path):
     jacobi = next(s for s in answer["sources"] if s["paper_id"] == "LZfjxvqw0N")
     assert (jacobi["has_abstract"], jacobi["text"], jacobi["snippet"], jacobi["enriched_from"]) == (False, "", "", "")
     assert jacobi["title"].startswith("Accelerating Auto-regressive Text-to-Image Generation")
-    assert answer["citations"] and all(c["has_abstract"] for c in answer["citations"])
-    assert f"[{jacobi['n']}]" not in answer["answer"]
+    # A list question lists it by its title, and quotes only papers with abstracts.
+    assert answer["answer_type"] == "list" and answer["citations"][0]["has_abstract"]
+    assert f"{jacobi['title']} [{jacobi['n']}] (title only: the list has no abstract for it)" in answer["answer"]
+    assert f"[{jacobi['n']}]." not in answer["answer"]
 
 
 def test_help_documents_every_command_and_setting():
