@@ -38,7 +38,7 @@ test-fast: $(STAMP) ## The edit loop: tests without a browser, a Chroma server o
 	$(BIN)/python -m pytest -q -m "not browser and not server and not slow"
 
 lint: $(STAMP) ## ruff over the code and tests, mypy over rag/
-	$(BIN)/ruff check rag tests eval bench
+	$(BIN)/ruff check rag ui tests eval bench
 	$(BIN)/mypy
 
 soak: $(STAMP) system-deps ## Long reliability runs: 1,000+ fuzzed inputs, 10 kill -9 trials, 60 s of 20-session load
