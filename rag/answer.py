@@ -3,8 +3,10 @@
 Every shell (CLI `--json`, web chat, evaluation) reads the same `Answer`. Sources are numbered by retrieval
 rank, [1] being the best; `citations` are the sources the answer text actually cites, in order of first use.
 
-Extractive mode (the default, used when no LLM is configured): from the top papers, take the sentences that
-best match the question and write them out, each followed by its [n].
+Extractive mode (the default, used when no LLM is configured) answers by question type (`rag.intent`): the
+record's authors, decision or link; a list or a count of the papers that pass the relevance bar, the bar stated;
+one line per paper for a comparison; otherwise the sentences of the top papers that best match the question,
+each followed by its [n], each paper's title named once.
 
 A title-only paper (`has_abstract` false: the bundled ICLR 2025 papers no source had an abstract for) is a source
 like any other, listed with its title, authors and link, but its `text` and `snippet` are empty: no answer quotes

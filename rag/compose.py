@@ -7,7 +7,12 @@ The policy, in one place:
    it passes three checks: it is not empty; it cites a source or says the sources do not answer; and at least
    one of its cited sentences is supported by the abstracts it cites (the support check). A failed check, or
    the endpoint failing, falls back to step 3 with a `fallback_reason` (and a `Restart` if text was shown);
-3. otherwise the extractive answer: the best sentences of the top papers, each cited.
+3. otherwise the extractive answer for the question's type (`rag.intent`, `rag.answer.extractive`): the record
+   for who/decision/link, a list or count with its bar, one line per paper for a comparison, else the best
+   sentences of the top papers, each cited.
+Step 1 differs for a follow-up about the previous answer's papers (`Answer.focus`): the user chose the papers, so
+only a near-zero match is refused (FOCUS_FLOOR), and for a filter with no topic ("papers by X"), which lists every
+paper the filter lets through.
 
 Doubtful sentences of an accepted LLM answer are kept and listed in `Answer.unsupported`: an answer is discarded
 only when it is not from the sources at all. The engine owns everything around this step (input checks,
