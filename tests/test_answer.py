@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from conftest import DATA, ROOT, seed_paragraphs
+from helpers import DATA, ROOT, seed_paragraphs
 
 from rag.config import Settings
 from rag.engine import MAX_QUESTION_CHARS, Engine, QuestionError

@@ -7,7 +7,7 @@ import json
 import tomllib
 from pathlib import Path
 
-from conftest import DATA, ROOT, SEEDS, seed_paragraphs
+from helpers import DATA, ROOT, SEEDS, seed_paragraphs
 
 from rag.catalog import BUNDLED, ENRICHED_FROM, WITH_ABSTRACTS, abstract_key, enrich
 from rag.config import Settings

@@ -11,10 +11,8 @@ import sys
 import urllib.request
 
 import pytest
-from conftest import DATA, ROOT, SEEDS, free_port, wait_for_page
-
-sys.path.insert(0, str(ROOT / "tests"))
-from netaudit import outside  # noqa: E402
+from helpers import DATA, ROOT, SEEDS, free_port, wait_for_page
+from netaudit import outside
 
 AUDIT = [sys.executable, str(ROOT / "tests" / "netaudit.py")]
 SAE = "Is there work on making sparse autoencoders cheaper to train?"

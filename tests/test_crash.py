@@ -13,7 +13,7 @@ from collections import Counter
 
 import pytest
 
-from conftest import ROOT, seed_paragraphs
+from helpers import ROOT, short_abstracts
 
 from rag.config import Settings
 from rag.engine import Engine
@@ -22,7 +22,7 @@ from rag.engine import Engine
 # Against a real Chroma server; the embedded store gets random kill points in tests/reliability/test_store_faults.py.
 @pytest.mark.parametrize("store", ["server"], indirect=True)
 def test_kill_9_mid_ingest_then_rerun_gives_every_paper_exactly_once(tmp_path, store):
-    abstracts = seed_paragraphs("000_99312b63f56aee43.txt") + seed_paragraphs("003_ca1cb07fa40ffbf8.txt")
+    abstracts = short_abstracts()
     path = tmp_path / "many.jsonl"
     with path.open("w") as f:
         for i in range(192):  # three batches of 64
@@ -36,7 +36,7 @@ def test_kill_9_mid_ingest_then_rerun_gives_every_paper_exactly_once(tmp_path, s
     deadline = time.time() + 240
     while "64/192" not in progress and time.time() < deadline:  # the first batch is committed
         progress += os.read(proc.stderr.fileno(), 4096).decode(errors="replace")
-    time.sleep(1.5)  # into the second batch
+    time.sleep(0.5)  # into the second batch (64 short abstracts take seconds to embed)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     assert "64/192" in progress and proc.returncode == -signal.SIGKILL

@@ -10,7 +10,7 @@ import sys
 import tomllib
 from importlib.metadata import packages_distributions
 
-from conftest import ROOT
+from helpers import ROOT
 
 
 def imported_modules(package: str) -> dict[str, tuple[str, bool]]:

@@ -7,7 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import DATA
+from helpers import DATA
 
 from rag.embeddings import EmbeddingError, MiniLMEmbedding
 

@@ -7,7 +7,7 @@ import json
 import subprocess
 
 import pytest
-from conftest import ROOT, SEEDS, rag_cmd
+from helpers import ROOT, SEEDS, rag_cmd
 from fake_openai import FakeOpenAI
 
 QUESTIONS = ROOT / "eval" / "questions" / "seeds_dev.jsonl"

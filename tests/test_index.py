@@ -8,7 +8,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from conftest import DATA, SEEDS
+from helpers import DATA, SEEDS
 
 from rag.config import ConfigError, Settings
 from rag.engine import Engine
@@ -206,7 +206,7 @@ def test_a_missing_or_incompatible_chroma_server_is_a_clear_error(tmp_path):
     from fake_openai import FakeOpenAI  # any HTTP server that is not Chroma
 
     from rag.index import StoreError
-    from conftest import free_port
+    from helpers import free_port
 
     with pytest.raises(StoreError, match="cannot use the Chroma server at http://127.0.0.1:.*chroma run --path"):
         Engine(Settings.load(data_dir=tmp_path, chroma_url=f"http://127.0.0.1:{free_port()}")).index

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import CORPUS, SEEDS, seed_paragraphs
+from helpers import CORPUS, SEEDS, seed_paragraphs
 
 from rag.ingest import read_paths, stable_id
 

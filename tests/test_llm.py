@@ -12,7 +12,7 @@ import time
 import httpx
 import openai
 import pytest
-from conftest import DATA, SEEDS, free_port, seed_paragraphs
+from helpers import DATA, SEEDS, free_port, seed_paragraphs
 from fake_openai import STYLES, FakeOpenAI, answer_from
 
 from rag import support
@@ -314,7 +314,7 @@ def _cli(args, env, input=None):
     import subprocess
     import sys
 
-    from conftest import ROOT
+    from helpers import ROOT
 
     return subprocess.run([sys.executable, str(ROOT / "tests" / "netaudit.py"), env.pop("_report"), "--", *args],
                           capture_output=True, text=True, cwd=ROOT, input=input, timeout=300,

@@ -9,7 +9,7 @@ import socket
 import subprocess
 
 import pytest
-from conftest import ROOT, free_port, rag_cmd
+from helpers import ROOT, free_port, rag_cmd
 from fake_openai import FakeOpenAI
 
 from rag import cli, endpoints

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 from rag import prompts
 from rag.config import ConfigError, Settings

@@ -8,7 +8,7 @@ import json
 import subprocess
 import time
 
-from conftest import DATA, ROOT, SEEDS, rag_cmd
+from helpers import DATA, ROOT, SEEDS, rag_cmd
 
 from rag import lock
 from rag.config import Settings
@@ -21,12 +21,11 @@ def test_other_processes_are_refused_while_rag_serve_owns_the_store(tmp_path):
     try:
         for args in (("ingest", str(DATA / "papers_small.jsonl")), ("ask", "protein structure generation"),
                      ("serve", "--no-bundled")):
-            started = time.monotonic()
             run = subprocess.run(rag_cmd(*args, data_dir=settings.data_dir), cwd=ROOT, capture_output=True,
                                  text=True, timeout=120)
             assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
             assert "a running `rag serve`" in run.stderr and "Add papers" in run.stderr, run.stderr
-            assert "RAG_CHROMA_URL" in run.stderr and time.monotonic() - started < 30
+            assert "RAG_CHROMA_URL" in run.stderr
         assert sorted(p.name for p in settings.data_dir.iterdir()) == ["serve.lock"]  # nothing else created
     finally:
         held.close()
@@ -83,10 +82,9 @@ def test_a_port_in_use_is_reported_before_the_index_loads(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        started = time.monotonic()
         run = subprocess.run(rag_cmd("serve", "--no-bundled", data_dir=tmp_path / "index", port=port), cwd=ROOT,
                              capture_output=True, text=True, timeout=120)
     assert run.returncode == 1 and "Traceback" not in run.stderr
     assert f"cannot serve on 127.0.0.1:{port}" in run.stderr and "--port / RAG_PORT" in run.stderr, run.stderr
-    assert "GRADIO_SERVER_PORT" not in run.stderr and time.monotonic() - started < 30
+    assert "GRADIO_SERVER_PORT" not in run.stderr
     assert not (tmp_path / "index").exists()  # it stopped before opening (or creating) the store

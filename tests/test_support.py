@@ -9,7 +9,7 @@ from collections import Counter
 from types import SimpleNamespace
 
 import pytest
-from conftest import ROOT, rag_cmd
+from helpers import ROOT, rag_cmd
 
 from rag import support
 from rag.config import Settings

@@ -14,7 +14,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import DATA, ROOT, SEEDS, api_ask, free_port, seed_paragraphs
+from helpers import DATA, ROOT, SEEDS, api_ask, free_port, seed_paragraphs
 from fake_openai import FakeOpenAI
 
 from rag.config import Settings
@@ -513,7 +513,7 @@ def test_a_newcomers_path_through_the_page(browser, tmp_path):
     (UPDATE_SCREENSHOTS=1 writes them to docs/)."""
     import subprocess
 
-    from conftest import rag_cmd, wait_for_page
+    from helpers import rag_cmd, wait_for_page
 
     data, port = tmp_path / "index", free_port()
     subprocess.run(rag_cmd("ingest", "--if-empty", "-q", str(SEEDS), data_dir=data), cwd=ROOT, check=True,

@@ -16,7 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from fake_openai import FakeOpenAI
 
 pytestmark = pytest.mark.slow

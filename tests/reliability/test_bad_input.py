@@ -12,7 +12,7 @@ import re
 import subprocess
 
 import pytest
-from conftest import DATA, ROOT, rag_cmd, without_capabilities
+from helpers import DATA, ROOT, rag_cmd, without_capabilities
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from rag.ingest import MIN_ABSTRACT_CHARS, normalize_text, read_paths, stable_id

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 
-from conftest import ROOT, SEEDS, api_ask, free_port, rag_cmd, wait_for_page
+from helpers import ROOT, SEEDS, api_ask, free_port, rag_cmd, wait_for_page
 from fake_openai import FakeOpenAI
 
 STRACE = shutil.which("strace") or "/usr/bin/strace"

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import DATA, ROOT, SEEDS, api_ask, free_port, rag_cmd, seed_paragraphs
+from helpers import DATA, ROOT, SEEDS, api_ask, free_port, rag_cmd, seed_paragraphs
 from fake_openai import FakeOpenAI
 
 from rag.config import Settings

@@ -15,7 +15,7 @@ import time
 import urllib.request
 
 import pytest
-from conftest import DATA, ROOT, api_ask, free_port, rag_cmd, seed_paragraphs, without_capabilities
+from helpers import DATA, ROOT, api_ask, free_port, rag_cmd, short_abstracts, without_capabilities
 
 from rag.config import Settings
 from rag.engine import Engine
@@ -116,7 +116,7 @@ def test_kill_9_at_random_moments_leaves_a_consistent_store(tmp_path, soak):
     """Each trial starts an ingest into the same store and kills it after a random delay. After every kill: no
     duplicate chunk ids, every paper with a record has all of its chunks, and what has no record is invisible to
     search. After the last, a full run completes the set exactly."""
-    abstracts = seed_paragraphs("000_99312b63f56aee43.txt") + seed_paragraphs("003_ca1cb07fa40ffbf8.txt")
+    abstracts = short_abstracts()
     path = tmp_path / "many.jsonl"
     n = 100  # two batches
     with path.open("w") as f:

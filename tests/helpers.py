@@ -1,0 +1,93 @@
+"""Plain helpers the tests import (`from helpers import ...`): the repo's paths, the seed abstracts, free ports, the
+`rag` CLI as a subprocess, the web API over HTTP. Fixtures live in conftest.py; pytest puts tests/ on the import
+path (`pythonpath` in pyproject.toml), so these, fake_openai.py and netaudit.py import by name."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SEEDS = ROOT / "seeds"
+DATA = Path(__file__).resolve().parent / "data"
+CORPUS = ROOT / "rag" / "data" / "iclr2025.jsonl"  # the bundled list (a copy of ../shared/corpus)
+
+
+def seed_paragraphs(name: str) -> list[str]:
+    """The abstracts of a seed file, as the seed format defines them (header line dropped)."""
+    text = (SEEDS / name).read_text()
+    return [" ".join(p.split()) for p in text.split("\n\n")[1:] if p.strip()]
+
+
+def short_abstracts() -> list[str]:
+    """The first two sentences of the abstracts of two seed files: real text for tests that ingest hundreds of
+    generated papers to kill the process midway (crash safety), where embedding whole abstracts only adds minutes."""
+    sentences = (re.split(r"(?<=\.) ", p) for p in seed_paragraphs("000_99312b63f56aee43.txt")
+                 + seed_paragraphs("003_ca1cb07fa40ffbf8.txt"))
+    return [" ".join(s[:2]) for s in sentences]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rag_cmd(*args: str, **settings) -> list[str]:
+    """The `rag` CLI of this venv as a subprocess command, with settings as flags."""
+    cmd = [sys.executable, "-m", "rag", *args]
+    for name, value in settings.items():
+        cmd += ["--" + name.replace("_", "-"), str(value)]
+    return cmd
+
+
+def api_ask(base: str, payload: list, cookies: str = "", timeout: float = 120) -> tuple[int, dict | None]:
+    """Call the web app's `/ask` API over plain HTTP (Gradio's two-step call + SSE). payload: [question, history,
+    k, decisions, author], trailing ones optional. Returns (HTTP status, the Answer as a dict), or for an error the
+    app raised for the user (gr.Error): (200, {"error": message})."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    payload = payload + [None, 5, None, ""][len(payload) - 1:]
+    headers = {"Content-Type": "application/json", **({"Cookie": cookies} if cookies else {})}
+    request = urllib.request.Request(base + "/gradio_api/call/ask", data=json.dumps({"data": payload}).encode(),
+                                     headers=headers)
+    try:
+        event = json.loads(urllib.request.urlopen(request, timeout=30).read())["event_id"]
+    except urllib.error.HTTPError as exc:
+        return exc.code, None
+    stream = urllib.request.Request(f"{base}/gradio_api/call/ask/{event}", headers=headers)
+    text = urllib.request.urlopen(stream, timeout=timeout).read().decode()
+    data = [line[6:] for line in text.splitlines() if line.startswith("data: ")][-1]
+    if "event: error" in text:
+        error = json.loads(data)
+        return 200, {"error": error.get("error") if isinstance(error, dict) else error}
+    return 200, json.loads(data)[0]
+
+
+def wait_for_page(url: str, proc, timeout: float = 120) -> str:
+    """The body of `url` once the server started as `proc` answers; fails if it exits or takes too long."""
+    import time
+    import urllib.request
+
+    deadline = time.time() + timeout
+    while True:
+        try:
+            return urllib.request.urlopen(url, timeout=2).read().decode()
+        except OSError:
+            assert proc.poll() is None, "the server exited"
+            assert time.time() < deadline, "the server did not start"
+            time.sleep(0.3)
+
+
+def without_capabilities(cmd: list[str]) -> list[str]:
+    """Root ignores file modes; run without capabilities so chmod 0 / a-w mean what they say (CI is root)."""
+    import shutil
+
+    if os.geteuid() == 0:
+        return [shutil.which("setpriv") or "/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", "--", *cmd]
+    return cmd
