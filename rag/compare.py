@@ -1,0 +1,56 @@
+"""Compare: which retrieved papers are the sides of a comparison the question names, and why that overrides the
+abstention gates.
+
+"How do Palu and MatryoshkaKV differ?" names its sides (`rag.intent.comparison_sides`). The gates of
+`rag.answer.should_abstain` were made for questions about one paper: the learned one (`rag.abstain`) reads, among
+others, the share of the question's terms the *top* paper contains and the question's rare terms missing from it,
+and a comparison spreads its terms over two papers by design, so it looks like a question the collection does not
+answer (3 held-out comparisons were refused with both papers ranked first and second). So the answer step
+(`rag.compose`) asks `side_papers` first: when every side is found among the SIDE_DEPTH best hits, each in a paper
+of its own, the question is answered (one line per side's paper) whatever the gates say. A side is found in a
+paper when
+- most of its content terms (TITLE_COVER) are in the paper's title ("the HOPE parameterization of long-memory state
+  space models" -> "HOPE for a Robust Parameterization of Long-memory State Space Models"), or
+- one of its terms is rare in the collection (a name such as LinOSS: in at most max(2, 0.5%) of the papers, as
+  `rag.retrieve` judges a named match) and the paper's title and abstract contain all of its terms.
+A comparison with a side the collection does not have ("How does GPT-5 differ from Claude Opus?": no paper says
+"Opus") finds no paper for that side and is judged by the gates as before.
+"""
+
+from __future__ import annotations
+
+from rag.retrieve import Retrieval
+from rag.text import tokenize
+
+SIDE_DEPTH = 5  # a side's paper is looked for among this many top hits
+TITLE_COVER = 0.6  # share of a side's content terms its paper's title contains
+# Words that say "a paper / a method" rather than which one ("the sharpness-aware fine-tuning approach").
+_GENERIC = set(tokenize(["paper papers work approach approaches method methods framework technique proposed "
+                         "propose one new"])[0])
+
+
+def side_papers(retrieval: Retrieval, sides: list[str]) -> list[int]:
+    """Index into `retrieval.hits` of the paper each side names, in the order of `sides`; [] unless there are two
+    or more sides and every one is found in a paper of its own among the top SIDE_DEPTH hits."""
+    if len(sides) < 2 or not retrieval.hits:
+        return []
+    hits = retrieval.hits[:SIDE_DEPTH]
+    titles = [set(t) for t in tokenize([h.paper.title for h in hits])]
+    texts = [set(t) for t in tokenize([h.paper.search_text for h in hits])]
+    rare_limit = max(2, retrieval.corpus_size // 200)
+    chosen: list[int] = []
+    for terms in tokenize(sides):
+        content = set(terms) - _GENERIC
+        if not content:
+            return []
+        rare = {t for t in content if 0 < retrieval.term_df.get(t, 0) <= rare_limit}
+        # Best evidence first: a rare name in the title, most terms in the title, a rare name in the abstract.
+        ranked = sorted(
+            ((0 if rare & titles[i] else 1 if len(content & titles[i]) >= TITLE_COVER * len(content) else 2, i)
+             for i in range(len(hits)) if i not in chosen),
+            key=lambda pair: pair)
+        found = next((i for level, i in ranked if level < 2 or (rare & texts[i] and content <= texts[i])), None)
+        if found is None:
+            return []
+        chosen.append(found)
+    return chosen
