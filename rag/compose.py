@@ -12,9 +12,9 @@ The policy, in one place:
    sentences of the top papers, each cited.
 Step 1 differs for a comparison whose every side is found among the top papers (`rag.compare.side_papers`):
 the question named both papers and the collection has them, so neither gate refuses it (they were made for
-questions about one paper); its answer has one line per side's paper. It also differs for a follow-up about the previous answer's papers (`Answer.focus`): the user chose the papers, so
-only a near-zero match is refused (FOCUS_FLOOR), and for a filter with no topic ("papers by X"), which lists every
-paper the filter lets through.
+questions about one paper); its answer has one line per side's paper. It also differs for a follow-up about the
+previous answer's papers (`Answer.focus`): the user chose the papers, so only a near-zero match is refused
+(FOCUS_FLOOR), and for a filter with no topic ("papers by X"), which lists every paper the filter lets through.
 
 Doubtful sentences of an accepted LLM answer are kept and listed in `Answer.unsupported`: an answer is discarded
 only when it is not from the sources at all. The engine owns everything around this step (input checks,
