@@ -46,7 +46,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rag import abstain
+from rag import abstain, explain as explain_order
 from rag.config import Settings
 from rag.retrieve import Retrieval, ScoredSentence
 
@@ -262,6 +262,7 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
             continue
         per_paper[sentence.paper_index] = per_paper.get(sentence.paper_index, 0) + 1
         chosen.append(sentence)
+    chosen = explain_order.within_papers(retrieval, chosen)  # each paper's sentences that say what it did (rag.explain)
     paragraphs = []
     for paper_index in dict.fromkeys(s.paper_index for s in chosen):
         mine = sorted((s for s in chosen if s.paper_index == paper_index),
