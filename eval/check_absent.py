@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SETS = ["corpus_none_v2.jsonl", "corpus_figures.jsonl"]
+DEFAULT_SETS = ["corpus_none_v2.jsonl", "corpus_figures.jsonl", "compare_none.jsonl"]
 
 
 def pattern(term: str) -> re.Pattern:

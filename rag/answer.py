@@ -46,7 +46,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rag import abstain
+from rag import abstain, explain as explain_order
 from rag.config import Settings
 from rag.retrieve import Retrieval, ScoredSentence
 
@@ -156,14 +156,15 @@ def abstention_text(sources: list[Source]) -> str:
 
 
 def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",
-               asked_decision: str = "", whole_list: bool = False, single_paper: bool = False
-               ) -> tuple[str, list[int]]:
+               asked_decision: str = "", whole_list: bool = False, single_paper: bool = False,
+               compared: list[int] | None = None) -> tuple[str, list[int]]:
     """The answer the records and abstracts give, by question type (`rag.intent`). Returns (text, cited numbers).
 
     - authors / decision / link: from the record of the top paper (the one the question names);
     - list / count / compare: one line per paper that passes the relevance bar (a sentence of its abstract
       scores at least `abstain_threshold` against the question; a title-only paper, its title), the bar stated;
-      `whole_list` (a filter with no topic: "papers by X") lists every paper found;
+      `whole_list` (a filter with no topic: "papers by X") lists every paper found; a comparison whose sides were
+      found (`compared`: their hit indexes, `rag.compare`) lists those papers;
     - explain: the best sentences of the top papers, grouped by paper in abstract order, each paper's title
       named once; only the top paper's when the question is about one paper (`single_paper`)."""
     if not retrieval.hits:
@@ -171,7 +172,7 @@ def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], 
     if answer_type in RECORD_TYPES:
         return record_answer(answer_type, sources[0], asked_decision), [1]
     if answer_type in ("list", "count", "compare"):
-        listed = listing(answer_type, retrieval, sources, settings, whole_list)
+        listed = listing(answer_type, retrieval, sources, settings, whole_list, compared)
         if listed[1]:
             return listed
         # The collection covers the question (the gate let it through) but no single paper passes the bar on its
@@ -206,14 +207,14 @@ def record_answer(answer_type: str, source: Source, asked_decision: str = "") ->
 
 
 def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], settings: Settings,
-            whole_list: bool = False) -> tuple[str, list[int]]:
+            whole_list: bool = False, compared: list[int] | None = None) -> tuple[str, list[int]]:
     """One line per paper that passes the relevance bar: "• Title: its best sentence [n]." ("• Title [n]" for a
-    count). Empty when none passes."""
+    count); for a comparison, the papers its sides name (`compared`) if found. Empty when none passes."""
     bar = settings.abstain_threshold
     passing = [s for s, hit in zip(sources, retrieval.hits)
                if whole_list or (hit.snippet_score if hit.paper.has_abstract else (hit.dense or 0.0)) >= bar]
     if answer_type == "compare":
-        passing = passing[:3]
+        passing = [sources[i] for i in compared] if compared else passing[:3]
     if not passing:
         return "", []
     lines = []
@@ -261,6 +262,7 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
             continue
         per_paper[sentence.paper_index] = per_paper.get(sentence.paper_index, 0) + 1
         chosen.append(sentence)
+    chosen = explain_order.within_papers(retrieval, chosen)  # each paper's sentences that say what it did (rag.explain)
     paragraphs = []
     for paper_index in dict.fromkeys(s.paper_index for s in chosen):
         mine = sorted((s for s in chosen if s.paper_index == paper_index),

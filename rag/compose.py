@@ -10,9 +10,11 @@ The policy, in one place:
 3. otherwise the extractive answer for the question's type (`rag.intent`, `rag.answer.extractive`): the record
    for who/decision/link, a list or count with its bar, one line per paper for a comparison, else the best
    sentences of the top papers, each cited.
-Step 1 differs for a follow-up about the previous answer's papers (`Answer.focus`): the user chose the papers, so
-only a near-zero match is refused (FOCUS_FLOOR), and for a filter with no topic ("papers by X"), which lists every
-paper the filter lets through.
+Step 1 differs for a comparison whose every side is found among the top papers (`rag.compare.side_papers`):
+the question named both papers and the collection has them, so neither gate refuses it (they were made for
+questions about one paper); its answer has one line per side's paper. It also differs for a follow-up about the
+previous answer's papers (`Answer.focus`): the user chose the papers, so only a near-zero match is refused
+(FOCUS_FLOOR), and for a filter with no topic ("papers by X"), which lists every paper the filter lets through.
 
 Doubtful sentences of an accepted LLM answer are kept and listed in `Answer.unsupported`: an answer is discarded
 only when it is not from the sources at all. The engine owns everything around this step (input checks,
@@ -27,6 +29,7 @@ from rag import prompts
 from rag.answer import (NO_ANSWER, RECORD_TYPES, Answer, Delta, Restart, Source, abstention_text, extractive,
                         should_abstain)
 from rag.citations import StreamFilter
+from rag.compare import side_papers
 from rag.config import Settings
 from rag.intent import Intent
 from rag.llm import ChatClient, Completion, LLMError
@@ -48,6 +51,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     written. `already_said`: the previous answer, whose sentences a follow-up about its papers does not repeat."""
     intent = intent or Intent()
     focused = bool(answer.focus)  # a follow-up answered from the previous answer's papers
+    sides: list[int] = []  # the papers a comparison's sides name (hit indexes), when all are found
     whole_list = not intent.has_topic and bool(answer.filters.get("decisions") or answer.filters.get("author"))
     if focused:
         # The user chose the papers; the question ("What data did they use?") is too vague for the collection-wide
@@ -57,7 +61,8 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
         covered = answer.answer_type in RECORD_TYPES or (
             bool(retrieval.sentences) and retrieval.sentences[0].score >= FOCUS_FLOOR)
     else:
-        covered = whole_list or not should_abstain(retrieval, settings)
+        sides = side_papers(retrieval, intent.sides) if answer.answer_type == "compare" else []
+        covered = whole_list or bool(sides) or not should_abstain(retrieval, settings)
     if not retrieval.hits or not covered:
         answer.answer = (f"The abstract of “{answer.sources[0].title}” does not appear to say."
                          if focused and answer.sources else abstention_text(answer.sources))
@@ -70,7 +75,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
             answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
                                   "showing sentences quoted from the abstracts instead.")
         text, cited = extractive(retrieval, settings, answer.sources, answer.answer_type, intent.asked_decision,
-                                 whole_list, single_paper=focused or bool(retrieval.named_match))
+                                 whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides)
         by_n = {s.n: s for s in answer.sources}
         answer.abstained = not cited
         answer.answer = text if cited else abstention_text(answer.sources)

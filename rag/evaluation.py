@@ -186,15 +186,23 @@ class Report:
         return "\n".join(lines)
 
     def type_table(self) -> str:
-        """Per question type, for the configuration the app runs (hybrid): empty if the set has no types."""
+        """Per question type, for the configuration the app runs (hybrid): empty if the set has no types. With
+        several typed question files, one row per file and type (a tuning set and a held-out one apart)."""
         result = self.results.get("hybrid") or next(iter(self.results.values()), {})
         types = result.get("by_type") or {}
         if not types:
             return ""
-        lines = ["By question type (hybrid):", "", "| type | " + " | ".join(TYPE_METRICS) + " |",
-                 "|" + "---|" * (len(TYPE_METRICS) + 1)]
-        for kind, figures in types.items():
-            lines.append(f"| {kind} | " + " | ".join(_cell(figures.get(m)) for m in TYPE_METRICS) + " |")
+        rows = result.get("rows") or []
+        typed_sets = list(dict.fromkeys(r["set"] for r in rows if r.get("type")))
+        groups = ([(name, by_type([r for r in rows if r["set"] == name])) for name in typed_sets]
+                  if len(typed_sets) > 1 else [(None, types)])
+        lead = "| set | type | " if groups[0][0] else "| type | "
+        lines = ["By question type (hybrid):", "", lead + " | ".join(TYPE_METRICS) + " |",
+                 "|" + "---|" * (len(TYPE_METRICS) + 1 + bool(groups[0][0]))]
+        for set_name, figures_by_type in groups:
+            for kind, figures in figures_by_type.items():
+                lines.append(("" if set_name is None else f"| {set_name} ") + f"| {kind} | "
+                             + " | ".join(_cell(figures.get(m)) for m in TYPE_METRICS) + " |")
         return "\n".join(lines) + "\n\n"
 
     def write(self, out_dir: Path) -> list[Path]:

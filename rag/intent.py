@@ -80,6 +80,30 @@ _PUBLISHED = re.compile(r"^what\s+(?:did|has)\s+(?P<name>(?:[A-Z][\w'’.-]*\.?\
 _VENUE = re.compile(r"\s*\b(?:from|at|in|of|for)\s+(?:the\s+)?iclr(?:\s*'?(?:20)?25)?\b|\biclr\s*(?:20)?25\b", re.I)
 
 
+# The two sides of a comparison, as written: "compare X with Y", "the difference between X and Y", "how do X and Y
+# differ", "how does X differ from Y", "X vs Y". `rag.compare` looks for the paper each side names.
+_SIDES = [re.compile(p, re.I) for p in (
+    r"\bcompare\s+(?P<a>.+?)\s+(?:and|with|to|against)\s+(?P<b>.+)",
+    r"\bcomparison\s+(?:of|between)\s+(?P<a>.+?)\s+(?:and|with|to)\s+(?P<b>.+)",
+    r"\bdiffer(?:ence|ences)?\s+between\s+(?P<a>.+?)\s+and\s+(?P<b>.+)",
+    r"^how\s+(?:do|does|did)\s+(?P<a>.+?)\s+(?:and|from)\s+(?P<b>.+?)\s+differ\b",
+    r"^how\s+(?:do|does|did)\s+(?P<a>.+?)\s+differ\s+from\s+(?P<b>.+)",
+    r"(?:^|[:;,]\s*)(?P<a>[^:;,?]+?)\s+differs?\s+from\s+(?P<b>.+)",
+    r"(?:^|[:;,]\s*)(?P<a>[^:;,?]+?)\s+(?:versus|vs\.?)\s+(?P<b>.+)")]
+_SIDE_END = re.compile(r"\s*(?:[:;,?!]|\.(?:\s|$)|\s+(?:in\s+(?:how|what|terms\s+of|their)|when|on\s+how)\b).*$", re.I)
+_SIDE_LEAD = re.compile(rf"^(?:(?:the|a|an)\s+)?(?:{_PAPER}\s+(?:on|about|called|titled|proposing)\s+)?", re.I)
+
+
+def comparison_sides(text: str) -> list[str]:
+    """The things a comparison compares, as written ("Palu", "the Forgetting Transformer"); [] if not found."""
+    for pattern in _SIDES:
+        found = pattern.search(text.strip())
+        if found:
+            sides = [_SIDE_LEAD.sub("", _SIDE_END.sub("", found.group(side).strip())) for side in ("a", "b")]
+            return sides if all(sides) else []
+    return []
+
+
 _GENERIC = set("""paper papers work works article articles study studies publication publications research what which
 did does has have had publish published present presented write wrote written the and for all any list show find
 give are there was were iclr about with from his her their its""".split())
@@ -95,6 +119,7 @@ class Intent:
     # False when the words left say nothing but "papers" ("papers by X", "what did X publish"): then a filter
     # alone chooses the papers, and every paper it lets through is listed.
     has_topic: bool = True
+    sides: list[str] = field(default_factory=list)  # a comparison's sides as written ("Palu", "MatryoshkaKV")
 
 
 def parse(question: str, known_author: Callable[[str], bool] = lambda name: False) -> Intent:
@@ -137,6 +162,8 @@ def parse(question: str, known_author: Callable[[str], bool] = lambda name: Fals
                 elif name == "list":
                     text = _LIST_LEAD.sub("", text)
                 break
+        if intent.type == "compare":
+            intent.sides = comparison_sides(text)
         if intent.author and intent.type == "explain":
             intent.type = "list"  # "papers by Yoshua Bengio"
     query = " ".join(text.split()).strip(" ?.!,;:")

@@ -49,6 +49,15 @@ def test_the_dev_set_is_answered_from_the_right_papers(seed_engine):
     assert cited / len(singles) >= 0.90
 
 
+def test_a_how_question_is_answered_by_what_the_authors_did_not_by_the_abstracts_opening(embedded_seed_engine):
+    answer = embedded_seed_engine.ask("How do switch sparse autoencoders reduce the cost of training?")
+    assert answer.answer_type == "explain" and answer.citations[0].title.endswith("Switch Sparse Autoencoders")
+    # The opening scores highest against the question by cosine, and says nothing of how.
+    assert "Sparse autoencoders (SAEs) are a recent technique" not in answer.answer
+    assert "we introduce Switch Sparse Autoencoders, a novel SAE architecture aimed at reducing the compute cost" \
+        in answer.answer
+
+
 def test_every_citation_marks_a_verbatim_sentence_of_the_cited_abstract(seed_engine):
     for question in ["How does gradient clipping affect SGD in high dimensions?",
                      "Which papers make large language models cheaper to train or run?",

@@ -72,3 +72,19 @@ def test_a_malformed_question_file_is_one_clear_error(tmp_path):
     assert run.returncode == 1
     assert run.stderr.strip().splitlines()[-1] == (f"Error: {bad}:2: not a question in the documented format "
                                                    '({"qid", "kind", "question", "gold", ...})')
+
+
+def test_the_type_table_keeps_a_tuning_set_and_a_held_out_set_apart():
+    from rag.evaluation import Report, by_type
+
+    def row(set_name, facts, gold):
+        return {"set": set_name, "type": "explain", "kind": "single", "answer_type": "explain", "facts": facts,
+                "cited_gold": gold, "cite_precision": 1.0, "searched_alone": None, "expected_alone": None}
+
+    rows = [row("types_dev", 1.0, True), row("types_dev", 0.5, True), row("types_heldout", 0.0, False)]
+    table = Report("t", {"hybrid": {"rows": rows, "by_type": by_type(rows)}}, {}).type_table()
+    assert "| set | type | questions | answer_facts | cited_gold |" in table
+    assert "| types_dev | explain | 2 | 0.750 | 1.000 |" in table
+    assert "| types_heldout | explain | 1 | 0.000 | 0.000 |" in table
+    one_set = Report("t", {"hybrid": {"rows": rows[:2], "by_type": by_type(rows[:2])}}, {}).type_table()
+    assert "| explain | 2 | 0.750 | 1.000 |" in one_set and "| set |" not in one_set

@@ -4,7 +4,7 @@
 import pytest
 
 from rag.engine import previous_papers, standalone_question
-from rag.intent import parse
+from rag.intent import comparison_sides, parse
 
 KNOWN = {"yoshua bengio", "percy liang", "max tegmark"}
 
@@ -47,6 +47,22 @@ def test_the_question_type_filters_and_search_words(question, kind, query, decis
     intent = parse(question, known)
     assert (intent.type, intent.query, intent.decisions, intent.author, intent.asked_decision) == \
         (kind, query, decisions, author, asked)
+
+
+@pytest.mark.parametrize("question,sides", [
+    ("How do Palu and MatryoshkaKV differ in how they compress the KV cache?", ["Palu", "MatryoshkaKV"]),
+    ("Compare LiNeS with the sharpness-aware fine-tuning approach to model merging.",
+     ["LiNeS", "sharpness-aware fine-tuning approach to model merging"]),
+    ("What's the difference between OpenPRM and GenARM?", ["OpenPRM", "GenARM"]),
+    ("How does LinOSS differ from the HOPE parameterization of state space models?",
+     ["LinOSS", "HOPE parameterization of state space models"]),
+    ("Samba vs the Forgetting Transformer: how do they handle long contexts differently?",
+     ["Samba", "Forgetting Transformer"]),
+    ("Which method is better?", []),
+])
+def test_a_comparison_names_its_sides(question, sides):
+    assert comparison_sides(question) == sides
+    assert parse(question).sides == sides
 
 
 def test_a_filter_with_no_topic_lists_what_it_lets_through():
@@ -136,3 +152,23 @@ def test_a_follow_up_about_the_paper_answers_from_the_paper_of_the_previous_answ
     # A new topic after it is searched alone.
     other = engine.ask("Which papers use diffusion models?", history=history)
     assert other.focus == [] and other.retrieval_query == "diffusion models" and "CatVTON" in other.answer
+
+
+def test_a_comparison_of_two_papers_the_collection_has_is_answered_even_if_the_gates_would_refuse(
+        embedded_seed_engine, monkeypatch):
+    from rag import abstain
+
+    # The learned gate refused 3 held-out comparisons whose two papers ranked first and second: make it refuse all.
+    monkeypatch.setattr(abstain, "refuses", lambda retrieval, threshold=None: True)
+    engine = embedded_seed_engine
+    both = engine.ask("How do AERCA and Time-MoE differ?")
+    assert both.answer_type == "compare" and not both.abstained
+    head, *lines = both.answer.split("\n")
+    assert head == "Side by side, each paper's sentence closest to the question:" and len(lines) == 2
+    assert "AERCA" in lines[0] and "Time-MoE" in lines[1] and len(both.citations) == 2
+    # A side the collection does not have: the gates decide, as for any question.
+    # ("time series model" alone is most of Time-MoE's title, but no paper says "Brackenridge".)
+    for question in ("How does GPT-5 differ from Claude Opus?", "How do AERCA and Claude Opus differ?",
+                     "How do AERCA and the Brackenridge time series model differ?"):
+        refused = engine.ask(question)
+        assert refused.answer_type == "compare" and refused.abstained, question

@@ -621,3 +621,28 @@ def test_a_filter_written_in_the_question_shows_as_a_chip_that_asks_again_withou
     assert not page.locator("#chip-decisions").is_visible()
     assert "only Accept (Oral)" not in last_answer(page)
     assert page.locator("#chat [data-testid=user]").last.inner_text().strip() == "Oral papers on time series"
+
+
+def test_twenty_sources_come_five_at_a_time_behind_show_more(page):
+    slider = page.locator("#k input[type=number]")
+    slider.fill("20")
+    slider.press("Enter")
+    ask(page, "Which papers use language models?")
+    cards = page.locator("#sources .src-card")
+    assert cards.count() == 20
+
+    def shown() -> list[str]:
+        return [cards.nth(i).get_attribute("id") for i in range(cards.count()) if cards.nth(i).is_visible()]
+
+    first = shown()
+    assert len(first) == 5
+    more = page.locator("#sources .src-more > summary")
+    assert more.first.inner_text().strip() == "Show 5 more sources (6–10 of 20)"
+    more.first.click()
+    assert len(shown()) == 10 and shown()[:5] == first and not more.first.is_visible()
+    assert more.nth(1).inner_text().strip() == "Show 5 more sources (11–15 of 20)"
+    # A [n] link to a card not yet shown (what a citation's click does) opens the pages down to it.
+    last = cards.nth(19).get_attribute("id")
+    page.evaluate(f"location.hash = '#{last}'")
+    page.wait_for_function(f"document.getElementById('{last}').checkVisibility()", timeout=5_000)
+    assert len(shown()) == 20

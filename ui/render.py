@@ -28,6 +28,8 @@ CSS = """
 .src-snippet mark {background: #fde68a; color: inherit; padding: 0 1px;}
 .src-abstract {font-size: 0.9em; margin-top: 6px;}
 .turn-sources > summary {cursor: pointer; margin: 8px 0;}
+.src-more > summary {cursor: pointer; margin: 0 0 10px 0; font-weight: 600;}
+.src-more[open] > summary {display: none;}
 .src-authors > summary {cursor: pointer; display: inline;}
 .src-note {font-size: 0.85em; font-style: italic; opacity: 0.8;}
 sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
@@ -79,11 +81,22 @@ def _badge(decision: str) -> str:
     return f'<span class="badge badge-{kind.lower()}">{html.escape(label)}</span>' if label else ""
 
 
+CARDS_PER_PAGE = 5  # source cards shown at first; each "Show more" shows this many more
+
+
 def source_cards(answer: dict, turn: int) -> str:
-    """The cards of one answer's sources: cited ones first, then the rest of what was retrieved."""
+    """The cards of one answer's sources: cited ones first, then the rest of what was retrieved. The first
+    CARDS_PER_PAGE are shown; the others come CARDS_PER_PAGE at a time behind nested "Show more" <details> (no
+    script: a [n] link to a card not yet shown opens its <details>, as browsers do for a fragment inside one)."""
     cited = {c["n"] for c in answer["citations"]}
     ordered = sorted(answer["sources"], key=lambda s: (s["n"] not in cited, s["n"]))
-    return "\n".join(_card(s, turn, answer["question"], s["n"] in cited) for s in ordered)
+    cards = [_card(s, turn, answer["question"], s["n"] in cited) for s in ordered]
+    html_out = ""
+    for start in reversed(range(CARDS_PER_PAGE, len(cards), CARDS_PER_PAGE)):  # innermost page first
+        end = min(start + CARDS_PER_PAGE, len(cards))
+        html_out = (f'<details class="src-more"><summary>Show {end - start} more sources ({start + 1}–{end} of '
+                    f'{len(cards)})</summary>' + "\n".join(cards[start:end]) + html_out + "</details>")
+    return "\n".join(cards[:CARDS_PER_PAGE] + ([html_out] if html_out else []))
 
 
 def _card(s: dict, turn: int, question: str, cited: bool) -> str:
