@@ -31,8 +31,11 @@ run: $(STAMP) ## Install, ingest seeds/ if the index is empty, serve 127.0.0.1:7
 ingest: $(STAMP) ## Ingest seeds/ (or PATHS="a.jsonl dir/") into the index
 	$(BIN)/rag ingest $(or $(PATHS),$(SEEDS))
 
-test: $(STAMP) system-deps lint ## Install what the tests need (chromium, strace too), lint, then run every test
-	$(BIN)/python -m pytest
+# Most tests wait on subprocesses, servers and the browser as much as on the CPU: two workers (pytest-xdist), each
+# taking whole files so a module's app, browser and stores are built once.
+TEST_WORKERS ?= 2
+test: $(STAMP) system-deps lint ## Install what the tests need (chromium, strace too), lint, then run every test (TEST_WORKERS=2)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: $(STAMP) ## The edit loop: tests without a browser, a Chroma server or long runs (no apt-get)
 	$(BIN)/python -m pytest -q -m "not browser and not server and not slow"
