@@ -28,6 +28,7 @@ SLOW_MODULES = {"test_cli.py", "test_crash.py", "test_eval.py", "test_serve.py"}
 SLOW_TESTS = {
     "test_rag_ask_streams_the_llm_answer_and_never_prints_the_key",
     "test_rag_chat_keeps_the_conversation_for_follow_ups",
+    "test_rag_models_lists_marks_the_model_in_use_and_fails_in_one_line",
     "test_every_citation_style_is_accepted_and_shown_in_the_apps_form",
     "test_every_endpoint_fault_falls_back_to_an_extractive_answer_in_time",
     "test_an_error_body_of_any_shape_falls_back_with_a_one_line_reason",
@@ -41,28 +42,41 @@ SLOW_TESTS = {
 
 
 def _embed_each_input_once() -> None:
-    """Many tests ingest the same seed files into a fresh store (embedded, on the server, beside other files); the
-    bundled embedder gives the same vectors for the same call every time (ONNX on the CPU is deterministic), so
-    in this process each distinct call is computed once and its result reused: the stores, chunks and rankings are
-    the same, without embedding the seeds a dozen times. A call with any other texts or spans is computed for
-    real; `rag` subprocesses always embed, and tests/test_embeddings.py tests the embedder itself."""
+    """Many tests ingest the same seed files into a fresh store (embedded, on the server, beside other files, in
+    other batches); the bundled embedder gives a text the same vector whatever it is batched with (ONNX on the CPU
+    is deterministic, and tests/test_embeddings.py checks that padding changes nothing), so in this process each
+    distinct text (with its spans, for late chunking) is embedded once and its vector reused: the stores, chunks
+    and rankings are the same, without embedding the seeds a dozen times. `rag` subprocesses always embed, and an
+    embedder with `remember = False` (tests/test_embeddings.py, testing the embedder itself) always computes."""
+    import numpy as np
+
     from rag.embeddings import MiniLMEmbedding
 
     embed, embed_spans = MiniLMEmbedding.embed, MiniLMEmbedding.embed_spans
-    seen: dict[tuple, Any] = {}
+    MiniLMEmbedding.remember = True
+    texts_seen: dict[tuple, Any] = {}
+    spans_seen: dict[tuple, Any] = {}
 
     def remembered(self, texts):
-        key = ("embed", self.identity, tuple(texts))
-        if key not in seen:
-            seen[key] = embed(self, texts)
-        return seen[key].copy()
+        if not self.remember or not texts:
+            return embed(self, texts)
+        keys = [(self.identity, text) for text in texts]
+        missing = list(dict.fromkeys(key for key in keys if key not in texts_seen))
+        if missing:
+            for key, vector in zip(missing, embed(self, [text for _, text in missing])):
+                texts_seen[key] = vector
+        return np.stack([texts_seen[key] for key in keys])
 
     def remembered_spans(self, texts, spans):
-        key = ("spans", self.identity, tuple(texts), tuple(tuple(s) for s in spans))
-        if key not in seen:
-            seen[key] = embed_spans(self, texts, spans)
-        vectors, span_vectors = seen[key]
-        return vectors.copy(), [v.copy() for v in span_vectors]
+        if not self.remember or not texts:
+            return embed_spans(self, texts, spans)
+        keys = [(self.identity, text, tuple(map(tuple, s))) for text, s in zip(texts, spans)]
+        missing = list(dict.fromkeys(key for key in keys if key not in spans_seen))
+        if missing:
+            vectors, span_vectors = embed_spans(self, [k[1] for k in missing], [list(k[2]) for k in missing])
+            for key, vector, span_vector in zip(missing, vectors, span_vectors):
+                spans_seen[key] = (vector, span_vector)
+        return (np.stack([spans_seen[key][0] for key in keys]), [spans_seen[key][1].copy() for key in keys])
 
     MiniLMEmbedding.embed, MiniLMEmbedding.embed_spans = remembered, remembered_spans
 

@@ -12,6 +12,14 @@ from helpers import DATA
 from rag.embeddings import EmbeddingError, MiniLMEmbedding
 
 
+@pytest.fixture(scope="module")
+def embedder():
+    """The bundled embedder computing every call (conftest's per-text reuse off): these tests test the embedder."""
+    embedder = MiniLMEmbedding()
+    embedder.remember = False
+    return embedder
+
+
 def test_golden_vectors_match_the_upstream_fp32_model(embedder):
     golden = json.loads((DATA / "golden_minilm.json").read_text())
     texts = [item["text"] for item in golden["items"]]

@@ -94,12 +94,14 @@ def test_every_abstract_sentence_is_stored_with_a_vector_of_its_own_tokens(seed_
     embedder = seed_engine.index.embedder
     assert set(stored) == {p.paper_id for p in papers}
     own = total = 0
-    for paper in papers:
+    for i, paper in enumerate(papers):
         sentences = stored[paper.paper_id]
         assert sentences.texts == split_sentences(paper.abstract)
         assert np.allclose(np.linalg.norm(sentences.vectors, axis=1), 1.0, atol=1e-3)
+        if i % 3:
+            continue  # every third paper's sentences are embedded alone below (the slow part): 102 sentences
         # Pooled from the right tokens: a stored vector is closest to its own sentence embedded alone far more
-        # often than chance (~1 in 8 sentences per abstract); 224 of the 294 seed sentences are.
+        # often than chance (~1 in 8 sentences per abstract); 76 of those 102 seed sentences are (224 of all 294).
         alone = embedder.embed(sentences.texts)
         own += int(((sentences.vectors @ alone.T).argmax(axis=1) == np.arange(len(alone))).sum())
         total += len(alone)
