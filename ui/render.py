@@ -32,6 +32,8 @@ CSS = """
 .src-note {font-size: 0.85em; font-style: italic; opacity: 0.8;}
 sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
 .nearest {margin: 4px 0 0 0; padding-left: 1.2em;}
+.src-related > summary {cursor: pointer; font-size: 0.85em; margin-top: 4px;}
+.rel-card {margin: 6px 0 6px 8px; padding: 6px 8px; font-size: 0.92em;}
 /* Toasts ("feedback saved") at the bottom left, away from the source cards on the right. */
 .toast-wrap {top: auto !important; bottom: var(--size-4) !important; left: var(--size-3) !important;
              right: auto !important; align-items: flex-start !important;}
@@ -79,14 +81,43 @@ def _badge(decision: str) -> str:
     return f'<span class="badge badge-{kind.lower()}">{html.escape(label)}</span>' if label else ""
 
 
-def source_cards(answer: dict, turn: int) -> str:
-    """The cards of one answer's sources: cited ones first, then the rest of what was retrieved."""
+def source_cards(answer: dict, turn: int, related: dict[str, list[dict]] | None = None) -> str:
+    """The cards of one answer's sources: cited ones first, then the rest of what was retrieved. `related`: each
+    paper's nearest papers (`rag.explore`), listed under its card's "Related"."""
     cited = {c["n"] for c in answer["citations"]}
     ordered = sorted(answer["sources"], key=lambda s: (s["n"] not in cited, s["n"]))
-    return "\n".join(_card(s, turn, answer["question"], s["n"] in cited) for s in ordered)
+    return "\n".join(_card(s, turn, answer["question"], s["n"] in cited, (related or {}).get(s["paper_id"]))
+                     for s in ordered)
 
 
-def _card(s: dict, turn: int, question: str, cited: bool) -> str:
+def related_list(related: list[dict] | None) -> str:
+    """The "Related" control of a card: the nearest papers (`rag.explore.Related.to_dict()["related"]`), each as
+    a small card of its own, shown on expand. Escaped like every card."""
+    if not related:
+        return ""
+    return (f'<details class="src-related"><summary>Related ({len(related)})</summary>'
+            + "".join(paper_card(r) for r in related) + "</details>")
+
+
+def paper_card(p: dict, related: list[dict] | None = None) -> str:
+    """A paper's card outside an answer (a related paper, a point of the map): title, decision, authors, link,
+    similarity, first sentence, the abstract on expand, and its own related papers when given."""
+    link = (f' · <a href="{html.escape(p["url"], quote=True)}" target="_blank" rel="noopener noreferrer">'
+            "OpenReview</a>") if _link(p.get("url") or "") else ""
+    score = f' · similarity {p["score"]:.2f}' if isinstance(p.get("score"), (int, float)) else ""
+    if p.get("has_abstract", True) and p.get("abstract"):
+        body = (f'<div class="src-preview">{html.escape(plain(first_sentence(p["abstract"])))}</div>'
+                f'<details class="src-abstract"><summary>Abstract</summary>{html.escape(plain(p["abstract"]))}'
+                "</details>")
+    else:
+        body = '<div class="src-note">Title and authors only: the sources have no abstract for this paper.</div>'
+    return (f'<div class="src-card rel-card" data-paper="{html.escape(p["paper_id"], quote=True)}">'
+            f'<div class="src-head"><span class="src-title">{html.escape(plain(p["title"]))}</span>'
+            f'{_badge(p.get("decision") or "")}</div>'
+            f'<div class="src-meta">{_authors(p)}{link}{score}</div>{body}{related_list(related)}</div>')
+
+
+def _card(s: dict, turn: int, question: str, cited: bool, related: list[dict] | None = None) -> str:
     link = (f' · <a href="{html.escape(s["url"], quote=True)}" target="_blank" rel="noopener noreferrer">'
             "OpenReview</a>") if s["url"] else ""
     has_abstract = s.get("has_abstract", True)
@@ -101,7 +132,7 @@ def _card(s: dict, turn: int, question: str, cited: bool) -> str:
             f'<div class="src-head"><span class="src-n">[{s["n"]}]</span>'
             f'<span class="src-title">{html.escape(plain(s["title"]))}</span>{_badge(s["decision"])}</div>'
             f'<div class="src-meta">{_authors(s)}{link} · score {s["score"]:.2f}{" · cited" if cited else ""}</div>'
-            f"{body}</div>")
+            f"{body}{related_list(related)}</div>")
 
 
 def _authors(s: dict) -> str:
@@ -118,15 +149,15 @@ def _authors(s: dict) -> str:
             f'(+{len(names) - 8})</summary>{", ".join(names[8:])}</details>')
 
 
-def sources_panel(answers: list[dict]) -> str:
+def sources_panel(answers: list[dict], related: dict[str, list[dict]] | None = None) -> str:
     if not answers:
         return '<p class="src-empty">Sources of the latest answer appear here.</p>'
     latest = len(answers) - 1
-    parts = [f"<h3>Sources of answer {latest + 1}</h3>", source_cards(answers[latest], latest)]
+    parts = [f"<h3>Sources of answer {latest + 1}</h3>", source_cards(answers[latest], latest, related)]
     for turn in range(latest - 1, -1, -1):
         parts.append(f'<details class="turn-sources"><summary>Sources of answer {turn + 1}: '
-                     f'{html.escape(answers[turn]["question"][:80])}</summary>{source_cards(answers[turn], turn)}'
-                     "</details>")
+                     f'{html.escape(answers[turn]["question"][:80])}</summary>'
+                     f"{source_cards(answers[turn], turn, related)}</details>")
     return "\n".join(parts)
 
 
