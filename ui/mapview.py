@@ -128,8 +128,17 @@ class MapPanel:
         self.html: gr.HTML | None = None
 
     def render(self) -> gr.HTML:
+        # Gradio marks each server function with an attribute, which a bound method cannot take: plain functions.
+        # Each is called with one argument, what the script passed (`server.map_card(id)`: [id]).
+        def map_points(data: Any = None) -> dict:
+            return self.map_points()
+
+        def map_card(data: Any = None) -> str:
+            return self.map_card(data[0] if isinstance(data, list) and data else data)
+
+        functions = [map_points, map_card]
         self.html = gr.HTML(json.dumps({}), html_template=TEMPLATE, css_template=MAP_CSS, js_on_load=MAP_JS,
-                            server_functions=[self.map_points, self.map_card], elem_id="map")
+                            server_functions=functions, elem_id="map")
         return self.html
 
     def map_points(self) -> dict:
@@ -146,10 +155,12 @@ class MapPanel:
                           for pid, n in zip(tmap.paper_ids, tmap.topic)],
                 "topics": [{"n": t.n, "label": t.label, "size": t.size} for t in tmap.topics]}
 
-    def map_card(self, paper_id: str) -> str:
+    def map_card(self, paper_id: Any) -> str:
         """The card of a clicked paper, with its related papers (escaped HTML)."""
+        if not isinstance(paper_id, str):
+            return '<p class="src-note">No such paper.</p>'
         try:
-            found = self.engine.related(str(paper_id)[:200], 5).to_dict()
+            found = self.engine.related(paper_id[:200], 5).to_dict()
         except RagError as exc:
             return f'<p class="src-note">{html.escape(one_line(exc))}</p>'
         return paper_card(found["paper"], found["related"])
