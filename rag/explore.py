@@ -185,7 +185,7 @@ def related_recall(engine: Any, questions: list[dict], ks: tuple[int, ...] = (5,
         golds = [next((p.paper_id for p in papers if matches(g, p.paper_id, p.abstract)), None)
                  for g in q.get("gold", [])]
         others = {g for g in golds[1:] if g is not None and g != golds[0]}
-        if golds[0] is None or not others:
+        if not golds or golds[0] is None or not others:
             continue
         near = [n.paper.paper_id for n in engine.related(golds[0], max(ks)).related]
         for k in ks:

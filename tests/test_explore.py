@@ -136,7 +136,7 @@ def test_which_topics_have_the_most_orals_is_answered_from_the_clusters(seed_eng
 
 def test_related_recall_on_the_multi_paper_questions(seed_engine):
     questions = [{"gold": [SAE_ID, n.paper.paper_id]} for n in seed_engine.related(SAE_ID, 10).related[4:6]]
-    questions.append({"gold": [SAE_ID]})  # one gold paper: not counted
+    questions += [{"gold": [SAE_ID]}, {"gold": []}, {"kind": "none"}]  # fewer than two gold papers: not counted
     figures = related_recall(seed_engine, questions)
     assert figures == {"related_questions": 2, "related_recall@5": 0.5, "related_recall@10": 1.0}
 

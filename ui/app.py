@@ -38,7 +38,7 @@ from rag.errors import RagError, one_line
 from rag.ingest import SUPPORTED_SUFFIXES
 from rag.cost import answer_cost
 from rag.ui.guard import Guard
-from rag.ui.mapview import MapPanel
+from rag.ui.mapview import MapPanel, warm as warm_map
 from rag.ui.render import CSS, answer_markdown, export_markdown, inert, sources_panel
 from rag.ui.session import ModelMenu, session_line
 
@@ -373,6 +373,8 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
     elif engine.is_empty():
         print(f"warning: the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first, or add "
               "papers on the page", flush=True)
+    else:
+        warm_map(engine)  # the map of the collection, ready by the first page load (rag.topicmap)
     demo = build(engine)
     auth = None
     if engine.settings.auth:

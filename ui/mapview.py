@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import html
 import json
+import logging
+import threading
 from typing import Any
 
 import gradio as gr
@@ -178,3 +180,16 @@ class MapPanel:
                     if (not kinds or kind(p.decision) in kinds)
                     and (not needle or any(needle in a.casefold() for a in p.authors))]
         return json.dumps({"highlight": ring, "keep": keep})
+
+
+def warm(engine: Any) -> threading.Thread:
+    """Compute (or read) the map in the background at start-up, so the first page load finds it ready."""
+    def run() -> None:
+        try:
+            engine.topics()
+        except Exception as exc:  # the page says the map is not available when it asks
+            logging.getLogger("rag.ui").warning("the topic map could not be built: %s", exc)
+
+    thread = threading.Thread(target=run, name="topic-map", daemon=True)
+    thread.start()
+    return thread
