@@ -12,6 +12,7 @@ replaces its own section. Benchmarks are not tests: nothing here asserts a time.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import statistics
@@ -52,11 +53,12 @@ def main() -> None:
         t = time.perf_counter()
         engine.related(pid, 5)
         times.append((time.perf_counter() - t) * 1000)
-    builds = []
+    builds, cpu = [], []
     for _ in range(args.repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         tmap = build(papers, vectors, engine.settings.topics)
         builds.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
     engine.topics()  # stored beside the index (computed now if the stored one is stale)
     t = time.perf_counter()
     TopicMap.from_json(map_path(engine.settings).read_text(encoding="utf-8"))
@@ -69,7 +71,9 @@ def main() -> None:
     section = "\n".join([
         HEAD,
         f"`python bench/explore.py` over {len(papers):,} papers ({args.data_dir.name}), "
-        f"{time.strftime('%Y-%m-%d %H:%M')}; {engine.settings.topics} topics.",
+        f"{time.strftime('%Y-%m-%d %H:%M')}; {engine.settings.topics} topics; load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores at the end (wall times stretch with it; CPU time "
+        "does not).",
         "",
         "| | figure |",
         "|---|---|",
@@ -77,7 +81,7 @@ def main() -> None:
         f"| related query (5 nearest, warm), p50 / p95 over {len(ids)} papers | "
         f"{np.percentile(times, 50):.2f} / {np.percentile(times, 95):.2f} ms |",
         f"| build the map: PCA + t-SNE + KMeans + labels (median of {args.repeats}) | "
-        f"{statistics.median(builds):.1f} s |",
+        f"{statistics.median(builds):.1f} s ({statistics.median(cpu):.1f} s of CPU) |",
         f"| read the stored map back (`{map_path(engine.settings).name}`) | {read_ms:.0f} ms |",
         f"| \"Which topics have the most orals?\" answered from the map | {topics_ms:.0f} ms |",
         f"| topics and their sizes | {len(tmap.topics)}: {', '.join(str(t.size) for t in tmap.topics)} |",

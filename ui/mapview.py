@@ -63,7 +63,7 @@ function apply() {
     c.classList.toggle('dim', keep !== null && !keep.has(pid));
   }
   const ringed = [...ring].map((pid) => byId.get(pid)).filter(Boolean);
-  if (!ringed.length) { svg.setAttribute('viewBox', FULL); return; }
+  if (!ringed.length) { zoom(FULL, 1); return; }
   let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
   for (const c of ringed) {
     const x = +c.getAttribute('cx'), y = +c.getAttribute('cy');
@@ -72,7 +72,12 @@ function apply() {
   }
   const side = Math.max(x1 - x0, y1 - y0, 120) * 1.4;
   const cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
-  svg.setAttribute('viewBox', `${cx - side / 2} ${cy - side / 2} ${side} ${side}`);
+  zoom(`${cx - side / 2} ${cy - side / 2} ${side} ${side}`, side / 1040);
+}
+function zoom(box, scale) {  // points grow less than the view: zoomed in, they spread apart
+  svg.setAttribute('viewBox', box);
+  const r = (6 * Math.sqrt(scale)).toFixed(2), ring = (3 * Math.sqrt(scale)).toFixed(2);
+  for (const c of byId.values()) { c.setAttribute('r', r); c.style.strokeWidth = ring; }
 }
 function draw(data) {
   if (!data || data.error) { status.textContent = (data && data.error) || 'The map is not available.'; return; }
