@@ -28,6 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
@@ -339,8 +340,8 @@ def build(engine: Engine) -> gr.Blocks:
 
         outputs = [chatbot, answers, cards, export_md, export_json, box, export_id, *chips]
         totals = dict(fn=lambda a: session_line(a, settings), inputs=answers, outputs=spent, api_visibility="private")
-        map_state = dict(fn=mapview.state, inputs=[answers, decisions, author], outputs=map_html,
-                         api_visibility="private", show_progress="hidden")
+        map_state: dict[str, Any] = dict(fn=mapview.state, inputs=[answers, decisions, author], outputs=map_html,
+                                         api_visibility="private", show_progress="hidden")
         for trigger in (send.click, box.submit):
             trigger(app.stream_answer, [box, chatbot, answers, decisions, author, k, export_id, model], outputs,
                     api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
