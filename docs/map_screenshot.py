@@ -1,5 +1,6 @@
 """Take docs/map-all.png (the whole map) and docs/map.png (a question asked, its papers ringed and zoomed to on
-the map, one of them clicked) of the page over an index (default: the 2,114-paper evaluation index). `python docs/map_screenshot.py [DATA_DIR]` (chromium, Playwright)."""
+the map, one of them clicked) of the page over an index (default: the 2,114-paper evaluation index):
+`python docs/map_screenshot.py [DATA_DIR]` (chromium, Playwright)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ with sync_playwright() as p:
     page.locator(f'#map circle[data-paper="{first}"]').dispatch_event("mouseover")
     page.locator(f'#map circle[data-paper="{first}"]').dispatch_event("click")
     page.wait_for_function("document.querySelector('#map .map-card .src-title')", timeout=60_000)
-    page.locator("#map .map-card > .src-card > .src-related > summary").click()
+    page.locator("#map .map-card > .src-related > summary").click()
     panel.scroll_into_view_if_needed()
     panel.screenshot(path=str(ROOT / "docs" / "map.png"))
     browser.close()

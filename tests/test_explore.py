@@ -159,7 +159,7 @@ def test_the_map_panel_serves_points_cards_and_the_answer_state(seed_engine):
     assert len(points["id"]) == len(points["x"]) == len(points["title"]) == seed_engine.index.count()
     assert points["title"][points["id"].index(SAE_ID)].startswith(SAE_TITLE + " — topic ")
     card = panel.map_card(SAE_ID)
-    assert SAE_TITLE in card and card.count('class="src-card rel-card"') == 6  # the paper and its 5 related
+    assert SAE_TITLE in card and card.count('class="rel-card"') == 6  # the paper and its 5 related
     assert "no paper has the id" in panel.map_card("<b>nope</b>") and "<b>" not in panel.map_card("<b>nope</b>")
     answer = seed_engine.ask("Is there work on making sparse autoencoders cheaper to train?").to_dict()
     state = json.loads(panel.state([answer], [], ""))

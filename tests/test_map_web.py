@@ -68,9 +68,8 @@ def test_clicking_a_point_shows_that_papers_card_with_its_related_papers(page, a
     point.dispatch_event("click")
     page.wait_for_function("document.querySelector('#map .map-card .src-title')", timeout=30_000)
     assert page.locator("#map .map-card .src-title").first.inner_text() == SAE_TITLE
-    card = page.locator("#map .map-card > .src-card")
-    card.locator(".src-related > summary").first.click()
-    assert card.locator(".src-related .rel-card").count() == 5
+    page.locator("#map .map-card > .src-related > summary").click()
+    assert page.locator("#map .map-card > .src-related .rel-card").count() == 5
 
 
 def test_a_hostile_title_stays_text_on_the_map_and_its_card(page):
@@ -92,7 +91,8 @@ def test_an_answer_rings_its_papers_and_zooms_and_the_filters_grey_out_the_rest(
     assert SAE_ID in ringed
     assert page.get_attribute("#map svg.map-plot", "viewBox") != "-20 -20 1040 1040"  # zoomed to them
     # Every source card lists its related papers on expand, escaped like the rest.
-    related = page.locator("#sources .src-card .src-related").first
+    assert page.locator("#sources .src-related").count() == page.locator("#sources .src-card").count()
+    related = page.locator("#sources .src-related").first
     related.locator(":scope > summary").click()
     assert related.locator(".rel-card").count() == 5
     page.get_by_label("Accept (Oral)").check()

@@ -23,7 +23,8 @@ CSS = """
 .searched {font-size: 0.85em; opacity: 0.75;}
 .src-preview {font-style: italic; font-size: 0.9em; margin-top: 2px;}
 .src-meta {font-size: 0.85em; opacity: 0.8; margin: 2px 0 6px 0;}
-.badge {font-size: 0.75em; padding: 1px 6px; border-radius: 10px; border: 1px solid currentColor; white-space: nowrap;}
+.badge, .rel-badge {font-size: 0.75em; padding: 1px 6px; border-radius: 10px; border: 1px solid currentColor;
+                    white-space: nowrap;}
 .badge-oral {color: #b45309;} .badge-spotlight {color: #7c3aed;} .badge-poster {color: #2563eb;}
 .src-snippet mark {background: #fde68a; color: inherit; padding: 0 1px;}
 .src-abstract {font-size: 0.9em; margin-top: 6px;}
@@ -32,8 +33,10 @@ CSS = """
 .src-note {font-size: 0.85em; font-style: italic; opacity: 0.8;}
 sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
 .nearest {margin: 4px 0 0 0; padding-left: 1.2em;}
-.src-related > summary {cursor: pointer; font-size: 0.85em; margin-top: 4px;}
-.rel-card {margin: 6px 0 6px 8px; padding: 6px 8px; font-size: 0.92em;}
+.src-related {margin: -6px 0 10px 12px;}
+.src-related > summary {cursor: pointer; font-size: 0.85em;}
+.rel-card {border: 1px solid var(--border-color-primary); border-radius: 8px; margin: 6px 0; padding: 6px 8px;
+           font-size: 0.92em;}
 /* Toasts ("feedback saved") at the bottom left, away from the source cards on the right. */
 .toast-wrap {top: auto !important; bottom: var(--size-4) !important; left: var(--size-3) !important;
              right: auto !important; align-items: flex-start !important;}
@@ -75,10 +78,10 @@ def highlight(text: str, question: str) -> str:
     return "".join(out)
 
 
-def _badge(decision: str) -> str:
+def _badge(decision: str, cls: str = "badge") -> str:
     kind = next((k for k in ("Oral", "Spotlight", "Poster") if k in decision), "")
     label = kind or decision
-    return f'<span class="badge badge-{kind.lower()}">{html.escape(label)}</span>' if label else ""
+    return f'<span class="{cls} badge-{kind.lower()}">{html.escape(label)}</span>' if label else ""
 
 
 def source_cards(answer: dict, turn: int, related: dict[str, list[dict]] | None = None) -> str:
@@ -91,8 +94,9 @@ def source_cards(answer: dict, turn: int, related: dict[str, list[dict]] | None 
 
 
 def related_list(related: list[dict] | None) -> str:
-    """The "Related" control of a card: the nearest papers (`rag.explore.Related.to_dict()["related"]`), each as
-    a small card of its own, shown on expand. Escaped like every card."""
+    """The "Related" control under a card (after it, so a card's own links and badges stay its own): the nearest
+    papers (`rag.explore.Related.to_dict()["related"]`), each as a small card of its own, shown on expand. Escaped
+    like every card."""
     if not related:
         return ""
     return (f'<details class="src-related"><summary>Related ({len(related)})</summary>'
@@ -111,10 +115,10 @@ def paper_card(p: dict, related: list[dict] | None = None) -> str:
                 "</details>")
     else:
         body = '<div class="src-note">Title and authors only: the sources have no abstract for this paper.</div>'
-    return (f'<div class="src-card rel-card" data-paper="{html.escape(p["paper_id"], quote=True)}">'
+    return (f'<div class="rel-card" data-paper="{html.escape(p["paper_id"], quote=True)}">'
             f'<div class="src-head"><span class="src-title">{html.escape(plain(p["title"]))}</span>'
-            f'{_badge(p.get("decision") or "")}</div>'
-            f'<div class="src-meta">{_authors(p)}{link}{score}</div>{body}{related_list(related)}</div>')
+            f'{_badge(p.get("decision") or "", "rel-badge")}</div>'
+            f'<div class="src-meta">{_authors(p)}{link}{score}</div>{body}</div>{related_list(related)}')
 
 
 def _card(s: dict, turn: int, question: str, cited: bool, related: list[dict] | None = None) -> str:
@@ -132,7 +136,7 @@ def _card(s: dict, turn: int, question: str, cited: bool, related: list[dict] | 
             f'<div class="src-head"><span class="src-n">[{s["n"]}]</span>'
             f'<span class="src-title">{html.escape(plain(s["title"]))}</span>{_badge(s["decision"])}</div>'
             f'<div class="src-meta">{_authors(s)}{link} · score {s["score"]:.2f}{" · cited" if cited else ""}</div>'
-            f"{body}{related_list(related)}</div>")
+            f"{body}</div>{related_list(related)}")
 
 
 def _authors(s: dict) -> str:
