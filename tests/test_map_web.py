@@ -103,3 +103,26 @@ def test_an_answer_rings_its_papers_and_zooms_and_the_filters_grey_out_the_rest(
     page.get_by_label("Accept (Oral)").uncheck()
     page.wait_for_function("document.querySelectorAll('#map circle.dim').length === 0", timeout=30_000)
     assert page.evaluate("window.__pwned") is None
+
+
+def call_api(base: str, name: str, payload: list) -> dict:
+    """A named API endpoint over plain HTTP (Gradio's two-step call + SSE): its result, or {"error": message}."""
+    import urllib.request
+
+    request = urllib.request.Request(f"{base}/gradio_api/call/{name}", data=json.dumps({"data": payload}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    event = json.loads(urllib.request.urlopen(request, timeout=30).read())["event_id"]
+    text = urllib.request.urlopen(f"{base}/gradio_api/call/{name}/{event}", timeout=120).read().decode()
+    data = [line[6:] for line in text.splitlines() if line.startswith("data: ")][-1]
+    if "event: error" in text:
+        return {"error": json.loads(data)}
+    return json.loads(data)[0]
+
+
+def test_the_related_api_answers_like_rag_related(app):
+    base, engine = app
+    got = call_api(base, "related", ["switch sparse autoencoders", 3])
+    assert got == json.loads(json.dumps(engine.related(SAE_ID, 3).to_dict()))
+    assert got["paper"]["title"] == SAE_TITLE and len(got["related"]) == 3
+    unknown = call_api(base, "related", ["zebra quokka /etc/passwd", 5])
+    assert "no paper has the id or title" in str(unknown["error"]) and "/etc/passwd" not in str(unknown["error"])
