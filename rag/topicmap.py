@@ -14,8 +14,9 @@ seeded (SEED) so the same index gives the same map:
 The map is computed once per index content and stored beside the index (`<data dir>/topicmap-<collection>.json`),
 keyed by a hash of every paper's id and content hash, the embedder, the number of topics and the method's
 version: any ingest that changes a paper changes the key, and the next use recomputes it (28 s of CPU for the
-2,114 ICLR 2025 papers, on one core; 43 s of wall time on this shared 2-core machine at load 7: bench/REPORT.md). It is built on first use (`rag topics`, the page's map, a
-topics question), not during the ingest, so ingesting a batch of files costs nothing extra.
+2,114 ICLR 2025 papers, on one core; 43 s of wall time on this shared 2-core machine at load 7: bench/REPORT.md).
+It is built on first use (`rag topics`, the page's map, a topics question; `rag serve` starts it at start-up),
+not during the ingest, so ingesting a batch of files costs nothing extra.
 
 `answer_topics` answers "which topics have the most orals?" (`rag.intent` type `topics`) from the clusters: the
 topics ranked by the count asked for (orals, spotlights, posters or papers), each with its counts and one or two
