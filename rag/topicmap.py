@@ -218,17 +218,20 @@ def map_path(settings: Any) -> Path:
     return Path(settings.data_dir) / f"topicmap-{settings.collection}.json"
 
 
-def topic_map(engine: Any) -> TopicMap:
+def topic_map(engine: Any, stale_ok: bool = False) -> TopicMap:
     """The engine's collection map: from memory, else from the file beside the index if its key matches, else
-    computed now and written there (one build at a time)."""
+    computed now and written there (one build at a time). `stale_ok`: the map in memory will do even if the index
+    changed since (the page while the collection is still being indexed: not a new map for every batch)."""
     from rag.explore import explorer
 
     settings = engine.settings
     with _LOCK:
-        papers, vectors = explorer(engine.retriever).matrix()
-        key = fingerprint(papers, engine.index.embedder.identity, settings.topics)
         slot = (str(Path(settings.data_dir).resolve()), settings.collection)
         found = _CACHE.get(slot)
+        if found is not None and stale_ok:
+            return found
+        papers, vectors = explorer(engine.retriever).matrix()
+        key = fingerprint(papers, engine.index.embedder.identity, settings.topics)
         if found is not None and found.key == key:
             return found
         path = map_path(settings)

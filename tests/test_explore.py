@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from rag.cli import main
 from rag.explore import PaperNotFound, find_paper, related_recall
 from rag.intent import parse
-from rag.topicmap import build, fingerprint, label_terms, map_path
+from rag.topicmap import build, fingerprint, label_terms, map_path, topic_map
 from rag.ui.mapview import MapPanel
 from rag.ui.render import paper_card, sources_panel
 
@@ -89,6 +89,7 @@ def test_the_topic_map_is_stored_beside_the_index_and_recomputed_when_the_index_
     stored = json.loads(map_path(seed_engine.settings).read_text(encoding="utf-8"))
     assert stored["key"] == tmap.key == fingerprint(papers, seed_engine.index.embedder.identity, 20)
     assert seed_engine.topics() is tmap  # once per index content
+    assert topic_map(seed_engine, stale_ok=True) is tmap
     changed = [replace(papers[0], content_hash="edited"), *papers[1:]]
     assert fingerprint(changed, seed_engine.index.embedder.identity, 20) != tmap.key
     _, vectors = __import__("rag.explore", fromlist=["x"]).explorer(seed_engine.retriever).matrix()

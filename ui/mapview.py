@@ -21,7 +21,7 @@ from typing import Any
 import gradio as gr
 
 from rag.errors import RagError, one_line
-from rag.topicmap import kind
+from rag.topicmap import kind, topic_map
 from rag.ui.render import paper_card, plain
 
 TEMPLATE = ('<div class="map-status">Loading the map…</div><div class="map-hover">&#160;</div>'
@@ -150,8 +150,8 @@ class MapPanel:
 
     def map_points(self) -> dict:
         """Every paper's place, topic and title, and the topics' names (computed once per index content)."""
-        try:
-            tmap = self.engine.topics()
+        try:  # while the collection is being indexed, the map made before (if any) rather than one per batch
+            tmap = topic_map(self.engine, stale_ok=self.engine.indexing.running)
         except RagError as exc:
             return {"error": one_line(exc)}
         titles = {p.paper_id: plain(p.title or p.label) for p in self.engine.retriever.state.papers}
