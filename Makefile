@@ -57,6 +57,7 @@ system-deps:
 bench: $(STAMP) ## Benchmarks on the bundled 2,114-paper list -> bench/REPORT.md, bench/latency.png
 	$(PIP) install -e '.[test,bench]'
 	$(BIN)/python bench/run.py --corpus $(CORPUS)
+	$(BIN)/python bench/explore.py
 
 eval: $(STAMP) ## rag eval (baselines beside the app): the seeds, then every set over the 2,114 papers in one run
 	$(BIN)/rag eval eval/questions/support_pairs.jsonl

@@ -1,4 +1,5 @@
-"""CLI: `rag ingest | ask | chat | stats | serve | eval | models`, a thin shell over `rag.engine.Engine`.
+"""CLI: `rag ingest | ask | chat | stats | related | topics | serve | eval | models`, a thin shell over
+`rag.engine.Engine`.
 
 Every flag that names a setting has the name of that setting and reads the same environment variable
 (`--data-dir` / `RAG_DATA_DIR`); see `rag.config`. Errors are one line on stderr and a non-zero exit code,
@@ -438,6 +439,10 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
     report = run(engine, items, [c.strip() for c in configs.split(",") if c.strip()],
                  name or f"{questions[0].stem}-{corpus.stem if corpus else 'index'}")
     click.echo(report.table())
+    if report.meta.get("related_questions"):
+        click.echo(f"related papers: over {report.meta['related_questions']} multi-paper questions, "
+                   f"{report.meta['related_recall@5']:.3f} of the other gold papers are among the first gold "
+                   f"paper's 5 nearest ({report.meta['related_recall@10']:.3f} among 10)")
     for path in report.write(out):
         click.echo(f"wrote {path}", err=True)
 
@@ -476,6 +481,63 @@ def stats(as_json: bool, **settings: Any) -> None:
         click.echo(f"{title}:")
         for name, count in table.items():
             click.echo(f"  {count:>6}  {name}")
+
+
+@main.command()
+@click.argument("paper")
+@click.option("--k", "k", type=int, default=5, show_default=True, help="How many related papers to list (1-50).")
+@click.option("--json", "as_json", is_flag=True, help="Print the paper and its related papers as JSON.")
+@store_options
+@friendly_errors
+def related(paper: str, k: int, as_json: bool, **settings: Any) -> None:
+    """List the papers nearest PAPER (its id, its title, or words of its title only one paper has).
+
+    \b
+    Nearest by whole-paper vector (the mean of the paper's chunk vectors, stored at ingest): cosine similarity,
+    the paper itself left out.
+      rag related "Scaling and evaluating sparse autoencoders"
+      rag related tcsZt9ZNKD --k 10 --json
+    """
+    result = _existing_engine(**settings).related(paper, k)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+        return
+    click.echo(f"Related to {result.paper.title or result.paper.label} ({result.paper.paper_id}):")
+    for i, near in enumerate(result.related, start=1):
+        decision = f" · {near.paper.decision}" if near.paper.decision else ""
+        click.echo(f"{i:>3}. {near.score:.3f}  {near.paper.title or near.paper.label} ({near.paper.paper_id}"
+                   f"{decision})")
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the topics as JSON.")
+@_setting_option("topics", "Topic clusters (default 20; at most one per 5 papers).", type=int)
+@store_options
+@friendly_errors
+def topics(as_json: bool, **settings: Any) -> None:
+    """List the topic clusters of the collection: size, decision mix (orals, spotlights, posters), an example.
+
+    \b
+    The clusters are those of the page's map (KMeans over the whole-paper vectors, named by their most
+    distinctive title and abstract words); computed once per index content and stored beside the index.
+    """
+    engine = _existing_engine(**settings)
+    tmap = engine.topics()
+    if as_json:
+        click.echo(json.dumps(tmap.summary(), ensure_ascii=False))
+        return
+    titles = {p.paper_id: p.title or p.label for p in engine.retriever.state.papers}
+    click.echo(f"{len(tmap.paper_ids):,} papers in {len(tmap.topics)} topics "
+               f"({'read from' if tmap.cached else f'computed in {tmap.seconds:.1f} s, stored in'} "
+               f"{engine.settings.data_dir}):")
+    click.echo(f"{'#':>3} {'papers':>6} {'oral':>5} {'spot':>5} {'poster':>6}  topic / example")
+    for t in tmap.topics:
+        d = t.decisions
+        click.echo(f"{t.n:>3} {t.size:>6} {d.get('Oral', 0):>5} {d.get('Spotlight', 0):>5} {d.get('Poster', 0):>6}  "
+                   f"{t.label}")
+        example = next(iter(t.examples.get("all") or []), None)
+        if example:
+            click.echo(f"{'':>29}e.g. {titles.get(example, example)[:90]}")
 
 
 @main.command()

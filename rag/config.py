@@ -69,6 +69,10 @@ class Settings(BaseModel):
                     "probability that the papers do not answer; unset = its fitted threshold, 1.01 = off.",
     )
 
+    # The map of the collection (rag/topicmap.py)
+    topics: int = Field(20, ge=2, le=100, description="Topic clusters of the collection map and `rag topics` "
+                                                       "(fewer for small collections: at most one per 5 papers).")
+
     # Extractive answers
     max_answer_sentences: int = Field(4, ge=1, le=20)
 
@@ -164,6 +168,7 @@ ENV_VARS: dict[str, str] = {
     "retrieval": "RAG_RETRIEVAL",
     "abstain_threshold": "RAG_ABSTAIN_THRESHOLD",
     "abstain_model_threshold": "RAG_ABSTAIN_MODEL_THRESHOLD",
+    "topics": "RAG_TOPICS",
     "max_answer_sentences": "RAG_MAX_ANSWER_SENTENCES",
     "llm_model": "RAG_LLM_MODEL",
     "llm_base_url": "OPENAI_BASE_URL",

@@ -32,6 +32,8 @@ from rag.llm import ChatClient, LLMError
 from rag.ingest import read_paths
 from rag.retrieve import HybridRetriever, RetrievalParams
 from rag.errors import RagError
+from rag.explore import Related, explorer
+from rag.topicmap import TopicMap, answer_topics, topic_map
 
 MAX_QUESTION_CHARS = 2_000
 MAX_K = 50
@@ -329,6 +331,12 @@ class Engine:
         decisions = check_decisions(decision, set(retriever.state.decisions.tolist()) - {""})
         plan = self._plan(question, history, llm, decisions, author, question_filters)
         intent, search, focus, filters = plan.intent, plan.search, plan.focus, plan.filters
+        if intent.type == "topics":  # "which topics have the most orals?": from the topic clusters (rag.topicmap)
+            answer = answer_topics(question, intent.decisions, self.topics(), retriever.state.papers, notices)
+            answer.timings = {"total_ms": _ms(started, time.perf_counter())}
+            yield Delta(answer.answer)
+            yield answer
+            return
         k = len(focus) if focus else k or self.settings.k
         if intent.type == "count" or not intent.has_topic:  # a count, or "papers by X": as many as can be shown
             k = max(k, min(MAX_K, self.settings.candidates))
@@ -406,6 +414,14 @@ class Engine:
             "decisions": dict(Counter(p.decision or "(none)" for p in papers).most_common()),
             "sources": dict(Counter(Path(p.source).name for p in papers).most_common()),
         }
+
+    def related(self, paper: str, k: int | None = None) -> Related:
+        """The `k` papers nearest a paper (its id or title) by whole-paper vector (`rag.explore`)."""
+        return explorer(self.retriever).related(paper, k)
+
+    def topics(self) -> TopicMap:
+        """The map of the collection and its topic clusters (`rag.topicmap`), built once per index content."""
+        return topic_map(self)
 
     def is_empty(self) -> bool:
         return self.index.count() == 0

@@ -7,7 +7,9 @@ whose abstract starts with it (whitespace and case ignored).
 
 Metrics: hit@1, hit@5, MRR and nDCG@10 over questions with one gold paper (single and follow-up); recall@10 over
 multi-paper questions; abstention on unanswerable ("none") questions and false refusals on answerable ones;
-answers citing a gold paper; fabricated citations (LLM mode); coverage of the answer facts; latency.
+answers citing a gold paper; fabricated citations (LLM mode); coverage of the answer facts; latency. And once per
+run, for the related papers (`rag.explore`): over the questions with two or more gold papers, the share of the
+other gold papers among the first gold paper's 5 (10) nearest papers (`related_recall@5`, `@10`).
 `rag eval` (CLI, and `make eval`) is the shell over `run`; `eval/` holds the question sets and reports.
 """
 
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.engine import Engine
+from rag.explore import related_recall
 from rag.intent import TYPES
 from rag.errors import RagError
 
@@ -267,6 +270,8 @@ def run(engine: Engine, questions: list[dict], configs: list[str], name: str, k:
     meta = {"questions": len(questions), "papers": engine.index.count(), "k": k,
             "answers": f"LLM {settings.llm_model}" if settings.llm_enabled else "extractive",
             "embedder": engine.index.embedder.identity, "date": time.strftime("%Y-%m-%d %H:%M")}
+    # Related papers (rag.explore): of the multi-paper questions, the other gold papers among the first's neighbours.
+    meta.update(related_recall(engine, questions))
     return Report(name, results, meta)
 
 

@@ -3,8 +3,9 @@
 Researchers ask the same few kinds of questions of a paper list, and each has an answer the records give better
 than quoted sentences: who wrote X (the authors field), was X an oral (the decision), where can I read X (the
 link), which papers / are there papers on X (a list), how many papers on X (a count with its bar), how do X and
-Y differ (one line per paper), and what / how / why about a paper (its best sentences). Filters come in words
-too: "orals on X", "spotlight papers about Y", "papers by Yoshua Bengio", "posters from ICLR 2025 on Z".
+Y differ (one line per paper), which topics have the most orals (the topic clusters, `rag.topicmap`), and what /
+how / why about a paper (its best sentences). Filters come in words too: "orals on X", "spotlight papers about
+Y", "papers by Yoshua Bengio", "posters from ICLR 2025 on Z".
 
 Detection is a handful of patterns, in this one module, so it can be read and explained; `rag ask --json`
 reports the type chosen (`answer_type`) and the filters (`filters`). A name after "by" becomes an author filter
@@ -18,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-TYPES = ("authors", "decision", "link", "count", "list", "compare", "explain")
+TYPES = ("authors", "decision", "link", "count", "topics", "list", "compare", "explain")
 
 _PAPER = r"(?:paper|papers|work|works|article|articles|study|studies|publication|publications)"
 # What the rest of the question names: "the paper about X", "the work on X", "X".
@@ -36,6 +37,15 @@ _TYPE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("count", re.compile(rf"^how\s+many\s+(?:\w+\s+)?(?:{_PAPER}|orals|spotlights|posters)\b"
                          rf"(?:\s+(?:are|were|is|in\s+the\s+list|at\s+iclr(?:\s+2025)?))*"
                          rf"(?:\s+(?:about|on|use|using|that|which|address|study|propose))?\s*", re.I)),
+    # "which topics have the most orals?", "what are the main topics?": answered from the topic clusters
+    # (rag.topicmap), not by a search. Only the words topic(s), theme(s), cluster(s) and research area(s) count:
+    # "which areas of robotics ..." stays a search.
+    ("topics", re.compile(
+        r"^(?:(?:which|what)\s+(?:are\s+the\s+)?(?:(?:main|big|biggest|largest|major|top|popular|hot|hottest|common|key|"
+        r"\d+)\s+){0,2}(?:topics|themes|clusters|research\s+areas)\b|"
+        r"(?:list|show|give)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?:\w+\s+)?(?:topics|themes|clusters|research\s+areas)\s*"
+        r"(?:$|\?|of\s+(?:the\s+)?(?:collection|list|conference|papers)))|"
+        r"\b(?:which|what)\s+(?:topic|theme|cluster|research\s+area)\s+(?:has|had|have|gets?|got)\b", re.I)),
     ("compare", re.compile(r"\bcompare\s+.+\s+(?:and|with|to)\s+\S|\bcomparison\s+(?:of|between)\s+.+\s+and\s+\S|"
                            r"\b(?:versus|vs\.?)\s+\S|\bdiffer(?:ence|ences)?\s+between\b|\bdiffers?\s+from\b|"
                            r"^how\s+(?:do|does)\s+.+\s+(?:and|from)\s+.+\s+differ\b", re.I)),

@@ -7,7 +7,9 @@
 - Filters (decision, author; those written in the question show as chips above the box, a click asks again
   without), the number of papers, example questions, export (Markdown, JSON), feedback
   (stored as JSON lines in the data dir), "Add papers" (upload, ingested like `rag ingest`), the progress of a
-  background ingest, and a named API endpoint `/ask` returning the `Answer` as JSON.
+  background ingest, and named API endpoints `/ask` returning the `Answer` as JSON and `/related` (a paper's
+  nearest papers). Each source card lists its 5 related papers on expand; the map of the collection
+  (`rag.ui.mapview`) sits under the chat.
 - Per-session state only: Gradio hands each browser session its own history and answers; the engine keeps none.
 - Safety: binds 127.0.0.1 unless RAG_HOST says otherwise, optional login (RAG_AUTH=user:password), never
   `share`, analytics off (rag/__init__.py). Paper, model and user text is shown as text, never as live markup
@@ -26,6 +28,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
@@ -36,6 +39,7 @@ from rag.errors import RagError, one_line
 from rag.ingest import SUPPORTED_SUFFIXES
 from rag.cost import answer_cost
 from rag.ui.guard import Guard
+from rag.ui.mapview import MapPanel, warm as warm_map
 from rag.ui.render import CSS, answer_markdown, export_markdown, inert, sources_panel
 from rag.ui.session import ModelMenu, session_line
 
@@ -163,7 +167,8 @@ class ChatApp:
                     answers.append(record)
                     history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1)}
                     md, js = self.write_exports(answers, export_id)
-                    yield {page.chatbot: history, page.answers: answers, page.cards: sources_panel(answers),
+                    yield {page.chatbot: history, page.answers: answers,
+                           page.cards: sources_panel(answers, self.related_of(answers)),
                            page.export_md: md, page.export_json: js, page.box: "", page.export_id: export_id,
                            **self.chip_updates(record)}
         except Exception as exc:  # the message says what to do; the question stays in the conversation
@@ -258,6 +263,24 @@ class ChatApp:
         except Exception as exc:
             raise gr.Error(public_message(exc, self.settings), print_exception=False) from None
 
+    def related_of(self, answers: list[dict]) -> dict[str, list[dict]]:
+        """The 5 nearest papers of every source shown (`rag.explore`), for the cards' "Related" lists."""
+        out: dict[str, list[dict]] = {}
+        for pid in {s["paper_id"] for a in answers for s in a["sources"]}:
+            try:
+                out[pid] = self.engine.related(pid, 5).to_dict()["related"]
+            except RagError:  # a paper no longer in the index
+                pass
+        return out
+
+    def related_api(self, paper: str, k: int = 5) -> dict:
+        """The papers nearest a paper by whole-paper vector. paper: its id, its title, or words of its title only
+        one paper has; k: how many (1-50). Returns {"paper": {...}, "related": [{..., "score"}]}, best first."""
+        try:
+            return self.engine.related(paper, k).to_dict()
+        except Exception as exc:
+            raise gr.Error(public_message(exc, self.settings), print_exception=False) from None
+
     def reset(self) -> dict:
         assert self.page is not None
         page = self.page
@@ -310,23 +333,31 @@ def build(engine: Engine) -> gr.Blocks:
                     author = gr.Textbox(label="Author name contains", elem_id="author")
                     k = gr.Slider(1, 20, value=settings.k, step=1, label="Papers to retrieve", elem_id="k")
                 cards = gr.HTML(sources_panel([]), elem_id="sources")
+        with gr.Accordion("Map of the collection", open=True, elem_id="map-panel"):
+            mapview = MapPanel(engine)
+            map_html = mapview.render()
         app.page = Page(chatbot, answers, cards, export_md, export_json, box, export_id, spent, chips)
 
         outputs = [chatbot, answers, cards, export_md, export_json, box, export_id, *chips]
         totals = dict(fn=lambda a: session_line(a, settings), inputs=answers, outputs=spent, api_visibility="private")
+        map_state: dict[str, Any] = dict(fn=mapview.state, inputs=[answers, decisions, author], outputs=map_html,
+                                         api_visibility="private", show_progress="hidden")
         for trigger in (send.click, box.submit):
             trigger(app.stream_answer, [box, chatbot, answers, decisions, author, k, export_id, model], outputs,
                     api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
-                    ).then(**totals)
+                    ).then(**totals).then(**map_state)
         for chip, kind in zip(chips, QUESTION_FILTERS):
             chip.click(app.without_filter(kind), [chatbot, answers, decisions, author, k, export_id, model], outputs,
                        api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
-                       ).then(**totals)
+                       ).then(**totals).then(**map_state)
         chatbot.like(app.on_feedback, [answers], None, api_visibility="private")
         reset_outputs = [chatbot, answers, cards, export_md, export_json, spent, *chips]
-        clear.click(app.reset, None, reset_outputs, api_visibility="private")
+        clear.click(app.reset, None, reset_outputs, api_visibility="private").then(**map_state)
         chatbot.clear(app.reset, None, reset_outputs, api_visibility="private")  # the chat's trash icon too
         gr.api(app.ask_api, api_name="ask", concurrency_limit=settings.concurrency, concurrency_id="ask")
+        gr.api(app.related_api, api_name="related", concurrency_limit=settings.concurrency)
+        for control in (decisions.change, author.change):
+            control(**map_state)
         upload.upload(app.add_papers, [upload], [added, progress], api_visibility="private", concurrency_limit=1)
         timer = gr.Timer(2.0, active=engine.indexing.running)
         timer.tick(lambda: (indexing_line(engine), gr.Timer(active=engine.indexing.running)), None,
@@ -343,6 +374,8 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
     elif engine.is_empty():
         print(f"warning: the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first, or add "
               "papers on the page", flush=True)
+    else:
+        warm_map(engine)  # the map of the collection, ready by the first page load (rag.topicmap)
     demo = build(engine)
     auth = None
     if engine.settings.auth:

@@ -23,7 +23,8 @@ CSS = """
 .searched {font-size: 0.85em; opacity: 0.75;}
 .src-preview {font-style: italic; font-size: 0.9em; margin-top: 2px;}
 .src-meta {font-size: 0.85em; opacity: 0.8; margin: 2px 0 6px 0;}
-.badge {font-size: 0.75em; padding: 1px 6px; border-radius: 10px; border: 1px solid currentColor; white-space: nowrap;}
+.badge, .rel-badge {font-size: 0.75em; padding: 1px 6px; border-radius: 10px; border: 1px solid currentColor;
+                    white-space: nowrap;}
 .badge-oral {color: #b45309;} .badge-spotlight {color: #7c3aed;} .badge-poster {color: #2563eb;}
 .src-snippet mark {background: #fde68a; color: inherit; padding: 0 1px;}
 .src-abstract {font-size: 0.9em; margin-top: 6px;}
@@ -34,6 +35,10 @@ CSS = """
 .src-note {font-size: 0.85em; font-style: italic; opacity: 0.8;}
 sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
 .nearest {margin: 4px 0 0 0; padding-left: 1.2em;}
+.src-related {margin: -6px 0 10px 12px;}
+.src-related > summary {cursor: pointer; font-size: 0.85em;}
+.rel-card {border: 1px solid var(--border-color-primary); border-radius: 8px; margin: 6px 0; padding: 6px 8px;
+           font-size: 0.92em;}
 /* Toasts ("feedback saved") at the bottom left, away from the source cards on the right. */
 .toast-wrap {top: auto !important; bottom: var(--size-4) !important; left: var(--size-3) !important;
              right: auto !important; align-items: flex-start !important;}
@@ -75,22 +80,24 @@ def highlight(text: str, question: str) -> str:
     return "".join(out)
 
 
-def _badge(decision: str) -> str:
+def _badge(decision: str, cls: str = "badge") -> str:
     kind = next((k for k in ("Oral", "Spotlight", "Poster") if k in decision), "")
     label = kind or decision
-    return f'<span class="badge badge-{kind.lower()}">{html.escape(label)}</span>' if label else ""
+    return f'<span class="{cls} badge-{kind.lower()}">{html.escape(label)}</span>' if label else ""
 
 
 CARDS_PER_PAGE = 5  # source cards shown at first; each "Show more" shows this many more
 
 
-def source_cards(answer: dict, turn: int) -> str:
+def source_cards(answer: dict, turn: int, related: dict[str, list[dict]] | None = None) -> str:
     """The cards of one answer's sources: cited ones first, then the rest of what was retrieved. The first
     CARDS_PER_PAGE are shown; the others come CARDS_PER_PAGE at a time behind nested "Show more" <details> (no
-    script: a [n] link to a card not yet shown opens its <details>, as browsers do for a fragment inside one)."""
+    script: a [n] link to a card not yet shown opens its <details>, as browsers do for a fragment inside one).
+    `related`: each paper's nearest papers (`rag.explore`), listed under its card's "Related"."""
     cited = {c["n"] for c in answer["citations"]}
     ordered = sorted(answer["sources"], key=lambda s: (s["n"] not in cited, s["n"]))
-    cards = [_card(s, turn, answer["question"], s["n"] in cited) for s in ordered]
+    cards = [_card(s, turn, answer["question"], s["n"] in cited, (related or {}).get(s["paper_id"]))
+             for s in ordered]
     html_out = ""
     for start in reversed(range(CARDS_PER_PAGE, len(cards), CARDS_PER_PAGE)):  # innermost page first
         end = min(start + CARDS_PER_PAGE, len(cards))
@@ -99,7 +106,35 @@ def source_cards(answer: dict, turn: int) -> str:
     return "\n".join(cards[:CARDS_PER_PAGE] + ([html_out] if html_out else []))
 
 
-def _card(s: dict, turn: int, question: str, cited: bool) -> str:
+def related_list(related: list[dict] | None) -> str:
+    """The "Related" control under a card (after it, so a card's own links and badges stay its own): the nearest
+    papers (`rag.explore.Related.to_dict()["related"]`), each as a small card of its own, shown on expand. Escaped
+    like every card."""
+    if not related:
+        return ""
+    return (f'<details class="src-related"><summary>Related ({len(related)})</summary>'
+            + "".join(paper_card(r) for r in related) + "</details>")
+
+
+def paper_card(p: dict, related: list[dict] | None = None) -> str:
+    """A paper's card outside an answer (a related paper, a point of the map): title, decision, authors, link,
+    similarity, first sentence, the abstract on expand, and its own related papers when given."""
+    link = (f' · <a href="{html.escape(p["url"], quote=True)}" target="_blank" rel="noopener noreferrer">'
+            "OpenReview</a>") if _link(p.get("url") or "") else ""
+    score = f' · similarity {p["score"]:.2f}' if isinstance(p.get("score"), (int, float)) else ""
+    if p.get("has_abstract", True) and p.get("abstract"):
+        body = (f'<div class="src-preview">{html.escape(plain(first_sentence(p["abstract"])))}</div>'
+                f'<details class="src-abstract"><summary>Abstract</summary>{html.escape(plain(p["abstract"]))}'
+                "</details>")
+    else:
+        body = '<div class="src-note">Title and authors only: the sources have no abstract for this paper.</div>'
+    return (f'<div class="rel-card" data-paper="{html.escape(p["paper_id"], quote=True)}">'
+            f'<div class="src-head"><span class="src-title">{html.escape(plain(p["title"]))}</span>'
+            f'{_badge(p.get("decision") or "", "rel-badge")}</div>'
+            f'<div class="src-meta">{_authors(p)}{link}{score}</div>{body}</div>{related_list(related)}')
+
+
+def _card(s: dict, turn: int, question: str, cited: bool, related: list[dict] | None = None) -> str:
     link = (f' · <a href="{html.escape(s["url"], quote=True)}" target="_blank" rel="noopener noreferrer">'
             "OpenReview</a>") if s["url"] else ""
     has_abstract = s.get("has_abstract", True)
@@ -114,7 +149,7 @@ def _card(s: dict, turn: int, question: str, cited: bool) -> str:
             f'<div class="src-head"><span class="src-n">[{s["n"]}]</span>'
             f'<span class="src-title">{html.escape(plain(s["title"]))}</span>{_badge(s["decision"])}</div>'
             f'<div class="src-meta">{_authors(s)}{link} · score {s["score"]:.2f}{" · cited" if cited else ""}</div>'
-            f"{body}</div>")
+            f"{body}</div>{related_list(related)}")
 
 
 def _authors(s: dict) -> str:
@@ -131,15 +166,15 @@ def _authors(s: dict) -> str:
             f'(+{len(names) - 8})</summary>{", ".join(names[8:])}</details>')
 
 
-def sources_panel(answers: list[dict]) -> str:
+def sources_panel(answers: list[dict], related: dict[str, list[dict]] | None = None) -> str:
     if not answers:
         return '<p class="src-empty">Sources of the latest answer appear here.</p>'
     latest = len(answers) - 1
-    parts = [f"<h3>Sources of answer {latest + 1}</h3>", source_cards(answers[latest], latest)]
+    parts = [f"<h3>Sources of answer {latest + 1}</h3>", source_cards(answers[latest], latest, related)]
     for turn in range(latest - 1, -1, -1):
         parts.append(f'<details class="turn-sources"><summary>Sources of answer {turn + 1}: '
-                     f'{html.escape(answers[turn]["question"][:80])}</summary>{source_cards(answers[turn], turn)}'
-                     "</details>")
+                     f'{html.escape(answers[turn]["question"][:80])}</summary>'
+                     f"{source_cards(answers[turn], turn, related)}</details>")
     return "\n".join(parts)
 
 
