@@ -8,7 +8,7 @@ import os
 import shutil
 
 import pytest
-from conftest import SEEDS, free_port
+from helpers import SEEDS, free_port
 
 from rag.config import Settings
 from rag.engine import Engine
