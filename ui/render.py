@@ -4,6 +4,11 @@ Everything a paper, a model or a user wrote passes through `inert` (chat Markdow
 (the source cards, plain HTML) and is shown as text, never as live markup; the app adds its own few links after
 escaping. TeX and emphasis from titles and abstracts (`$\\texttt{X}$`, `**T**raining`) are turned into plain
 readable text by `plain` for display only; the JSON keeps the text as stored.
+
+Why the dict and not the `Answer` object: the page keeps each session's answers as the records it exports
+(`Answer.to_dict()` plus the session's `cost_usd`) in `gr.State`, and the exports, the feedback file, the map
+and the session totals read those same records; rendering from them means what the page shows and what the JSON
+export holds cannot drift apart, and the state stays plain JSON.
 """
 
 from __future__ import annotations
