@@ -31,7 +31,7 @@ from rag.intent import Intent, parse
 from rag.llm import ChatClient, LLMError
 from rag.ingest import read_paths
 from rag.retrieve import HybridRetriever, RetrievalParams
-from rag.errors import RagError
+from rag.errors import RagError, whole_number
 from rag.explore import Related, explorer
 from rag.topicmap import TopicMap, answer_topics, topic_map
 
@@ -75,15 +75,7 @@ def clean_question(question: str) -> tuple[str, list[str]]:
 
 def check_k(k: Any) -> int | None:
     """`k` as given by a caller (API JSON, CLI, slider): None for the default, else a whole number 1..MAX_K."""
-    if k is None:
-        return None
-    if isinstance(k, float) and k.is_integer():
-        k = int(k)
-    if isinstance(k, str) and k.strip().isdigit():
-        k = int(k.strip())
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise QuestionError(f"k must be a whole number from 1 to {MAX_K} (papers to retrieve), got {str(k)[:40]!r}.")
-    return k
+    return None if k is None else whole_number(k, MAX_K, "papers to retrieve", QuestionError)
 
 
 def check_decisions(decision: Any, known: set[str]) -> list[str]:

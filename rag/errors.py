@@ -7,6 +7,8 @@ StoreBusyError, QuestionSetError), whose message names the fix. The shells catch
 
 from __future__ import annotations
 
+from typing import Any
+
 MAX_LINE: int | None = None  # no cut by default: a message ends with its fix (e.g. the command to run)
 
 
@@ -18,3 +20,15 @@ def one_line(exc: BaseException, limit: int | None = MAX_LINE) -> str:
     """The error's message on one line (whitespace collapsed), cut at `limit` characters if given."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def whole_number(value: Any, maximum: int, what: str, error: type[RagError]) -> int:
+    """`value` as a caller gave it (API JSON, a CLI flag, a slider: 5, 5.0 or "5") as a whole number 1..maximum;
+    anything else raises `error` saying the range and what the number counts."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise error(f"k must be a whole number from 1 to {maximum} ({what}), got {str(value)[:40]!r}.")
+    return value

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from rag.errors import RagError
+from rag.errors import RagError, whole_number
 from rag.index import StoredPaper
 
 DEFAULT_K = 5
@@ -66,16 +66,8 @@ def _plain(text: str) -> str:
 
 
 def check_k(k: Any) -> int:
-    if k is None:
-        return DEFAULT_K
-    if isinstance(k, float) and k.is_integer():
-        k = int(k)
-    if isinstance(k, str) and k.strip().isdigit():
-        k = int(k.strip())
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise PaperNotFound(f"k must be a whole number from 1 to {MAX_K} (related papers to list), "
-                            f"got {str(k)[:40]!r}.")
-    return k
+    """How many related papers a caller asked for: DEFAULT_K when not given, else a whole number 1..MAX_K."""
+    return DEFAULT_K if k is None else whole_number(k, MAX_K, "related papers to list", PaperNotFound)
 
 
 class Explorer:
