@@ -511,10 +511,11 @@ def related(paper: str, k: int, as_json: bool, **settings: Any) -> None:
 
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the topics as JSON.")
+@click.option("--points", is_flag=True, help="With --json: also each paper's place on the map (paper_id, x, y, topic).")
 @_setting_option("topics", "Topic clusters (default 20; at most one per 5 papers).", type=int)
 @store_options
 @friendly_errors
-def topics(as_json: bool, **settings: Any) -> None:
+def topics(as_json: bool, points: bool, **settings: Any) -> None:
     """List the topic clusters of the collection: size, decision mix (orals, spotlights, posters), an example.
 
     \b
@@ -524,7 +525,7 @@ def topics(as_json: bool, **settings: Any) -> None:
     engine = _existing_engine(**settings)
     tmap = engine.topics()
     if as_json:
-        click.echo(json.dumps(tmap.summary(), ensure_ascii=False))
+        click.echo(json.dumps(tmap.summary(points=points), ensure_ascii=False))
         return
     titles = {p.paper_id: p.title or p.label for p in engine.retriever.state.papers}
     click.echo(f"{len(tmap.paper_ids):,} papers in {len(tmap.topics)} topics "

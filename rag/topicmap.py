@@ -91,10 +91,15 @@ class TopicMap:
         data["topics"] = [Topic(**t) for t in data["topics"]]
         return cls(**data, cached=True)
 
-    def summary(self) -> dict[str, Any]:
-        """What `rag topics --json` prints."""
-        return {"papers": len(self.paper_ids), "topics": [asdict(t) for t in self.topics],
-                "seconds": round(self.seconds, 2), "key": self.key[:16]}
+    def summary(self, points: bool = False) -> dict[str, Any]:
+        """What `rag topics --json` prints (and the `/topics` API returns); with `points`, the map itself too:
+        each paper's id, 2-D position (0..1) and topic number, for plotting it elsewhere."""
+        out: dict[str, Any] = {"papers": len(self.paper_ids), "topics": [asdict(t) for t in self.topics],
+                               "seconds": round(self.seconds, 2), "key": self.key[:16]}
+        if points:
+            out["points"] = [{"paper_id": pid, "x": xy[0], "y": xy[1], "topic": topic}
+                             for pid, xy, topic in zip(self.paper_ids, self.xy, self.topic)]
+        return out
 
 
 def fingerprint(papers: list[StoredPaper], embedder: str, n_topics: int) -> str:

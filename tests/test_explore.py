@@ -73,6 +73,10 @@ def test_rag_related_and_rag_topics_on_the_command_line(seed_engine):
     topics = json.loads(runner.invoke(main, ["topics", "--json", "--data-dir", data_dir, *store]).output)
     assert topics["papers"] == seed_engine.index.count() and len(topics["topics"]) == 7  # 38 papers: one per 5
     assert sum(t["size"] for t in topics["topics"]) == topics["papers"]
+    mapped = json.loads(runner.invoke(main, ["topics", "--json", "--points", "--data-dir", data_dir, *store]).output)
+    assert "points" not in topics and len(mapped["points"]) == topics["papers"]
+    assert {p["paper_id"] for p in mapped["points"]} == {p.paper_id for p in seed_engine.index.all_papers()}
+    assert all(0 <= p["x"] <= 1 and 0 <= p["y"] <= 1 and 1 <= p["topic"] <= 7 for p in mapped["points"])
     listing = runner.invoke(main, ["topics", "--data-dir", data_dir, *store]).output
     assert re.search(r"^\s+1\s+\d+\s+\d+\s+\d+\s+\d+\s+\w", listing, re.M), listing
 

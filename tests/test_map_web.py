@@ -126,3 +126,12 @@ def test_the_related_api_answers_like_rag_related(app):
     assert got["paper"]["title"] == SAE_TITLE and len(got["related"]) == 3
     unknown = call_api(base, "related", ["zebra quokka /etc/passwd", 5])
     assert "no paper has the id or title" in str(unknown["error"]) and "/etc/passwd" not in str(unknown["error"])
+
+
+def test_the_topics_api_answers_like_rag_topics_and_gives_the_map_on_request(app):
+    base, engine = app
+    got = call_api(base, "topics", [False])
+    assert got == json.loads(json.dumps(engine.topics().summary()))
+    mapped = call_api(base, "topics", [True])
+    assert [p["paper_id"] for p in mapped["points"]] == engine.topics().paper_ids
+    assert mapped["topics"] == got["topics"]

@@ -281,6 +281,14 @@ class ChatApp:
         except Exception as exc:
             raise gr.Error(public_message(exc, self.settings), print_exception=False) from None
 
+    def topics_api(self, points: bool = False) -> dict:
+        """The topic clusters of the collection (as `rag topics --json`): size, decision mix, label terms, example
+        papers; with points=true also the map: each paper's id, x, y (0..1) and topic number."""
+        try:
+            return self.engine.topics().summary(points=bool(points))
+        except Exception as exc:
+            raise gr.Error(public_message(exc, self.settings), print_exception=False) from None
+
     def reset(self) -> dict:
         assert self.page is not None
         page = self.page
@@ -356,6 +364,7 @@ def build(engine: Engine) -> gr.Blocks:
         chatbot.clear(app.reset, None, reset_outputs, api_visibility="private")  # the chat's trash icon too
         gr.api(app.ask_api, api_name="ask", concurrency_limit=settings.concurrency, concurrency_id="ask")
         gr.api(app.related_api, api_name="related", concurrency_limit=settings.concurrency)
+        gr.api(app.topics_api, api_name="topics", concurrency_limit=settings.concurrency)
         for control in (decisions.change, author.change):
             control(**map_state)
         upload.upload(app.add_papers, [upload], [added, progress], api_visibility="private", concurrency_limit=1)
