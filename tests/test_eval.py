@@ -4,6 +4,7 @@ one run, in both answer modes (extractive, and LLM through the project's fake Op
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -43,9 +44,12 @@ def test_rag_eval_compares_configurations_in_one_run_and_writes_the_report(small
         run = subprocess.run(rag_cmd(*args, **settings), cwd=ROOT, capture_output=True, text=True, timeout=600)
         chats = len(llm.chat_requests())
     assert run.returncode == 0, run.stderr
-    table = run.stdout.splitlines()
+    table = [line for line in run.stdout.splitlines() if line.startswith("|")]
     assert table[0].startswith("| config | hit@1 | hit@5 | mrr | ndcg@10 | multi_recall@10 |")
     assert [line.split("|")[1].strip() for line in table[2:]] == configs
+    # ... and the related-papers measure over the multi-paper questions (rag.explore), on the line after it.
+    assert re.search(r"^related papers: over 4 multi-paper questions, \d\.\d{3} of the other gold papers",
+                     run.stdout.splitlines()[len(table)], re.M), run.stdout
     report = json.loads((tmp_path / "reports" / "small.json").read_text())
     assert (tmp_path / "reports" / "small.md").read_text().count("| hybrid |") == 1
     assert (tmp_path / "reports" / "small.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
