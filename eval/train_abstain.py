@@ -1,14 +1,17 @@
 """Fit the abstention classifier of rag/abstain.py on questions generated from the papers (`make model`).
 
     python eval/train_abstain.py [--corpus rag/data/iclr2025.jsonl] [--data-dir .rag-eval/iclr2025] [--dry-run]
+                                 [--cache retrievals.pkl]
 
 Generated, never taken from eval/questions (the papers those sets ask about are left out of the generation too):
 - answerable: a paper's title reworded into a question with some words dropped; 4-8 content words of one abstract
-  sentence in a question template; "how many ..." questions about a number an abstract does give;
+  sentence in a question template; questions about a number an abstract does give ("how many <noun> ..." for
+  "48 variants", "what <metric> does X achieve?" for "a score of 18.4%" or "8x speedup");
 - unanswerable: topics whose key terms occur in no title or abstract (TRAIN_TOPICS, checked here against the
   corpus and kept apart from the topics of the evaluation sets), alone or joined to a method the corpus does
-  contain ("... with graph neural networks"); and specific figures (learning rate, GPU hours, ...) asked about a
-  real paper whose abstract does not contain the figure's words.
+  contain ("... with graph neural networks"); and specific figures (learning rate, GPU hours, FID, number of
+  layers, ... in ten wordings) asked about a real paper whose abstract does not contain the figure's words, or
+  mentions them with no number within six words ("figure-mentioned": "we tune the learning rate").
 Every question is retrieved as the app does (hybrid, k = 10); `rag.abstain.features` turns the retrieval into a
 vector; a logistic regression (numpy, L2) is fitted on 80% and checked on the other 20%, and the threshold is the
 lowest probability that refuses at most 3% of the held-back answerable questions. The fitted values are written
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import pickle
 import random
 import re
 import sys
@@ -71,11 +75,30 @@ FIGURES = [
     ("optimizer", ["adam", "sgd", "optimizer"]), ("sampling temperature", ["temperature"]),
     ("number of human annotators", ["annotator"]), ("total compute cost in dollars", ["$", "dollar", "cost"]),
     ("software licence", ["licen"]), ("number of attention heads", ["heads"]), ("hidden dimension", ["hidden"]),
+    ("number of layers", ["layer"]), ("context length in tokens", ["context length", "tokens"]),
+    ("vocabulary size", ["vocabulary"]), ("number of training tokens", ["tokens"]),
+    ("inference latency in milliseconds", ["latency", "ms"]), ("FLOPs", ["flop"]),
+    ("number of participants", ["participant"]), ("top-1 accuracy on ImageNet", ["imagenet"]),
+    ("BLEU score", ["bleu"]), ("F1 score", ["f1"]), ("number of images", ["image"]),
+    ("number of classes", ["class"]), ("embedding dimension", ["dimension"]), ("perplexity", ["perplexity"]),
+    ("wall-clock time", ["wall-clock", "time"]), ("number of sampling steps", ["steps"]),
+    ("beam size", ["beam"]), ("momentum", ["momentum"]), ("discount factor", ["discount"]),
+    ("number of rounds", ["round"]), ("AUC", ["auc"]), ("RMSE", ["rmse"]), ("mIoU", ["miou"]),
+    ("PSNR in dB", ["psnr", "db"]), ("FID", ["fid"]), ("number of model parameters", ["parameter"]),
+    ("dataset size", ["samples", "examples"]), ("number of hidden units", ["units"]),
 ]
 FIGURE_TEMPLATES = [
     "What {f} was used in '{t}'?", "Which {f} did the authors of {t} report?", "What is the {f} for {t}?",
-    "How many {f} did {t} need?", "What exact {f} does the paper on {t} use?",
+    "How many {f} did {t} need?", "What exact {f} does the paper on {t} use?", "What {f} does {t} reach?",
+    "In {t}, what {f} was chosen?", "What was the {f} in the experiments of {t}?",
+    "Which {f} do the authors of {t} use?", "What {f} is reported for {t}?",
 ]
+COUNT_TEMPLATES = ["How many {n} does {t} use?", "How many {n} are there in {t}?", "What number of {n} does {t} "
+                   "report?", "On how many {n} was {t} evaluated?", "How many {n} did {t} need?"]
+METRIC_TEMPLATES = ["What {n} does {t} achieve?", "What {n} is reported for {t}?", "How large is the {n} of {t}?",
+                    "Which {n} does {t} reach?"]
+NUMBER_WORDS = set("two three four five six seven eight nine ten eleven twelve twenty thirty fifty hundred hundreds "
+                   "thousand thousands million millions billion billions dozen dozens half twice double".split())
 TOPIC_TEMPLATES = [
     "Which papers study {x}?", "Is there work on {x}?", "Are there methods for {x}?", "Which paper models {x}?",
     "What has been proposed for {x}?",
@@ -144,11 +167,18 @@ def generate(papers: list[dict], excluded: set[str], test_terms: set[str], rng: 
         out.append((rng.choice(ANSWER_TEMPLATES).format(w=paraphrase(kept)), 0, "sentence"))
     count = re.compile(r"\b(\d[\d,.]*)\s+(?:[a-z-]+\s+)?([a-z][a-z-]+s)\b")
     gain = re.compile(r"\b(\d[\d,.]*)\s*(%|x|×|times)")
+    # a metric next to its figure: "an accuracy of 95%", "a score of only 18.4%", "8x speedup", "26% improvement"
+    metric = re.compile(r"\b([a-z][a-z-]{3,}) (?:of|to|by) (?:up to |about |only |over |nearly )?\$?\d[\d.,]*\s*"
+                        r"(?:%|\\?%|×|x\b|\\times)|\d[\d.,]*\s*(?:%|\\%|×|x|\\times)\$?\s+(?:relative |average )?"
+                        r"([a-z][a-z-]{3,})")
     for p in pool[1300:] + pool[:300]:  # a number the abstract gives
         title = " ".join(words_of(p["title"].split(":")[0] if ":" in p["title"] else p["title"])[:6])
-        m, g = count.search(p["abstract"]), gain.search(p["abstract"])
-        if m and m.group(2) not in STOP:
-            out.append((f"How many {m.group(2)} does {title} use?", 0, "number"))
+        m, g, k = count.search(p["abstract"]), gain.search(p["abstract"]), metric.search(p["abstract"])
+        noun = k and (k.group(1) or k.group(2))
+        if noun and noun not in STOP and rng.random() < 0.5:
+            out.append((rng.choice(METRIC_TEMPLATES).format(n=noun, t=title), 0, "number"))
+        elif m and m.group(2) not in STOP:
+            out.append((rng.choice(COUNT_TEMPLATES).format(n=m.group(2), t=title), 0, "number"))
         elif g:
             out.append((f"By how much does {title} improve over prior work?", 0, "number"))
     # a topic is kept when one of its words (the key term) occurs in no paper and none is a word of a test topic
@@ -159,12 +189,17 @@ def generate(papers: list[dict], excluded: set[str], test_terms: set[str], rng: 
             out.append((template.format(x=t), 1, "topic"))
         for template in rng.sample(MIXED_TEMPLATES, 2):
             out.append((template.format(x=t, m=rng.choice(METHODS)), 1, "topic+method"))
-    for p in rng.sample(pool, 450):  # figures the abstract does not give
-        name, keys = rng.choice(FIGURES)
-        if any(k in p["abstract"].lower() for k in keys):
+    for p in rng.sample(pool, 600):  # figures the abstract does not give: their words are absent, or no number
+        name, keys = rng.choice(FIGURES)  # stands near them ("we tune the learning rate")
+        words = [w.lower() for w in re.findall(r"\d+|[^\W\d_][\w-]*", p["abstract"])]
+        at = [i for i, _ in enumerate(words) for k in keys
+              if all(i + j < len(words) and words[i + j].startswith(part) for j, part in enumerate(k.split()))]
+        numbers = [i for i, w in enumerate(words) if w[0].isdigit() or w in NUMBER_WORDS]
+        if any(abs(i - j) <= 6 for i in at for j in numbers) or (at and rng.random() < 0.5):
             continue
         title = p["title"] if rng.random() < 0.5 else " ".join(words_of(p["title"])[:5])
-        out.append((rng.choice(FIGURE_TEMPLATES).format(f=name, t=title), 1, "figure"))
+        out.append((rng.choice(FIGURE_TEMPLATES).format(f=name, t=title), 1, "figure" if not at else
+                    "figure-mentioned"))
     return out, topics
 
 
@@ -206,6 +241,9 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=ROOT / "rag" / "data" / "iclr2025.jsonl")
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--dry-run", action="store_true", help="print, do not write rag/abstain.py")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="pickle of the retrievals by question, read and updated: refitting after a feature "
+                             "change then skips retrieval (valid only for the same index and retrieval code)")
     args = parser.parse_args()
     papers = [json.loads(x) for x in args.corpus.read_text(encoding="utf-8").splitlines() if x.strip()]
     excluded, test_terms = set(), set()
@@ -215,14 +253,20 @@ def main() -> int:
                 q = json.loads(line)
                 excluded.update(q.get("gold", []))
                 excluded.update([q["about"]] if q.get("about") else [])
-                if q["kind"] == "none":
+                if q.get("kind") == "none":
                     test_terms.update(w.lower() for w in words_of(q["question"]) if len(w) > 4)
     rng = random.Random(SEED)
     items, topics = generate(papers, excluded, test_terms, rng)
     engine = Engine(Settings.load(data_dir=args.data_dir or ROOT / ".rag-eval" / args.corpus.stem))
     engine.ingest([args.corpus])
     started = time.perf_counter()
-    x = np.array([abstain.features(engine.retriever.retrieve(q, RetrievalParams(k=10))) for q, _, _ in items])
+    cache = pickle.loads(args.cache.read_bytes()) if args.cache and args.cache.exists() else {}
+    for q, _, _ in items:
+        if q not in cache:
+            cache[q] = engine.retriever.retrieve(q, RetrievalParams(k=10))
+    if args.cache:
+        args.cache.write_bytes(pickle.dumps(cache))
+    x = np.array([abstain.features(cache[q]) for q, _, _ in items])
     y = np.array([label for _, label, _ in items], dtype=float)
     kinds = np.array([kind for _, _, kind in items])
     counts = ", ".join(f"{k} {int((kinds == k).sum())}" for k in dict.fromkeys(kinds))

@@ -54,3 +54,28 @@ def test_eval_reports_each_set_with_the_baselines(seed_engine, tmp_path):
     assert [tuple(c.strip() for c in line.split("|")[1:3]) for line in lines[2:]] == [
         (s, c) for s in ("alpha", "beta", "all") for c in ("bm25", "hybrid")]
     assert report.results["hybrid"]["by_set"]["beta"]["none"] == 1
+
+
+def test_asked_quantity_names_what_a_figure_question_asks_for():
+    assert abstain.asked_quantity("What learning rate was used in 'Scylla'?") == ["learning", "rate"]
+    assert abstain.asked_quantity("How many GPU hours did it take to train DeepRTL?") == ["GPU", "hours"]
+    assert abstain.asked_quantity("How many annotators labelled the risk levels?") == ["annotators"]
+    assert abstain.asked_quantity("What is Air-DualODE's RMSE for PM2.5?") == ["RMSE"]
+    assert abstain.asked_quantity("Is there work on sparse autoencoders?") == []
+
+
+def test_quantity_features_read_the_top_paper_for_the_asked_quantity(seed_engine):
+    def quantity(question):
+        retrieval = seed_engine.retriever.retrieve(question, RetrievalParams(k=5))
+        assert "RelCon" in retrieval.hits[0].paper.abstract
+        x = dict(zip(abstain.FEATURES, abstain.features(retrieval)))
+        return x["asks_figure"], x["quantity_missing"], x["quantity_number"], retrieval
+
+    # The abstract gives it: "trained on 1 billion segments from 87,376 participants".
+    asks, missing, number, given = quantity("How many participants was the RelCon accelerometry model trained on?")
+    assert (asks, missing, number) == (1.0, 0.0, 1.0)
+    # It never says "learning rate" ("learning" alone it does say), so it cannot give one.
+    asks, missing, number, absent = quantity("What learning rate was used to train the RelCon accelerometry model?")
+    assert (asks, missing, number) == (1.0, 0.5, 0.0)
+    at_scale = [replace(r, corpus_size=2114) for r in (given, absent)]
+    assert abstain.probability(at_scale[1]) > abstain.probability(at_scale[0])
