@@ -249,12 +249,14 @@ class Engine:
                     self._refresh()
                     last = time.monotonic()
 
-            stats = self.index.upsert(read.papers, files=read.files, progress=step)
-            stats.problems = [str(p) for p in read.problems]
-            stats.skipped = sum(1 for p in read.problems if p.line is not None)
-            stats.enriched = enriched
-            self._refresh()
-            return stats
+            index = self.index  # opened first: a store another process serves is refused with that message
+            with lock.writing(self.settings):  # ... and one another process is writing to, with this one
+                stats = index.upsert(read.papers, files=read.files, progress=step)
+                stats.problems = [str(p) for p in read.problems]
+                stats.skipped = sum(1 for p in read.problems if p.line is not None)
+                stats.enriched = enriched
+                self._refresh()
+                return stats
 
     def _refresh(self) -> None:
         with self._lock:

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
+
+import pytest
 
 from helpers import DATA, ROOT, SEEDS, rag_cmd
 
@@ -32,6 +35,31 @@ def test_other_processes_are_refused_while_rag_serve_owns_the_store(tmp_path):
     run = subprocess.run(rag_cmd("ingest", "-q", str(DATA / "papers_small.jsonl"), data_dir=settings.data_dir),
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "added 8" in run.stdout, run.stderr  # the lock goes with its process
+
+
+def test_a_second_process_adding_papers_to_the_same_store_is_refused_while_the_first_writes(tmp_path):
+    settings = Settings(data_dir=tmp_path / "index")
+    engine = Engine(settings)
+    engine.ingest([DATA / "papers_small.jsonl"])
+    # Another process in the middle of an ingest (or of `rag eval` building its collection) holds the write lock.
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom rag import lock\nfrom rag.config "
+                               "import Settings\nwith lock.writing(Settings(data_dir=sys.argv[1])):\n"
+                               "    print('holding', flush=True); time.sleep(600)", str(settings.data_dir)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "holding\n"
+        run = subprocess.run(rag_cmd("ingest", str(SEEDS), data_dir=settings.data_dir), cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 1 and "Traceback" not in run.stderr and run.stderr.count("\n") == 1, run.stderr
+        assert f"another process is adding papers to the index in {settings.data_dir}" in run.stderr
+        assert "--data-dir / RAG_DATA_DIR" in run.stderr
+        with pytest.raises(lock.StoreBusyError):  # the library call too, and nothing was written
+            engine.ingest([SEEDS])
+        assert engine.index.count() == 8
+    finally:
+        holder.kill()  # killed, even with -9, its lock goes with it
+        holder.wait()
+    assert engine.ingest([SEEDS]).added == 38
 
 
 def test_a_background_ingest_is_searchable_as_it_goes_and_resumes_after_a_restart(tmp_path):
