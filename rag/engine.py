@@ -414,8 +414,9 @@ class Engine:
         return explorer(self.retriever).related(paper, k)
 
     def topics(self) -> TopicMap:
-        """The map of the collection and its topic clusters (`rag.topicmap`), built once per index content."""
-        return topic_map(self)
+        """The map of the collection and its topic clusters (`rag.topicmap`), built once per index content; while
+        a background ingest runs, the last one built (not a new map for every batch)."""
+        return topic_map(self, stale_ok=self.indexing.running)
 
     def is_empty(self) -> bool:
         return self.index.count() == 0

@@ -172,3 +172,25 @@ def test_the_map_panel_serves_points_cards_and_the_answer_state(seed_engine):
     orals = json.loads(panel.state([], ["Accept (Oral)"], ""))
     assert orals["highlight"] == [] and 0 < len(orals["keep"]) < len(points["id"])
     assert all(seed_engine.related(pid, 1).paper.decision == "Accept (Oral)" for pid in orals["keep"])
+
+
+def test_the_map_is_built_again_in_the_background_when_the_indexing_ends(tmp_path):
+    from helpers import DATA, SEEDS
+
+    from rag.config import Settings
+    from rag.engine import Engine
+    from rag.topicmap import TopicMap
+    from rag.ui.mapview import warm
+
+    engine = Engine(Settings(data_dir=tmp_path / "index"))
+    engine.ingest([DATA / "papers_small.jsonl"])
+    engine.indexing.running = True  # as while `rag serve` indexes the bundled list
+    first = engine.topics()
+    thread = warm(engine, poll=0.05)
+    engine.ingest([SEEDS])
+    assert engine.topics() is first and len(first.paper_ids) == 8  # meanwhile the map made before, not one per batch
+    engine.indexing.running = False
+    thread.join(120)
+    assert not thread.is_alive()
+    stored = TopicMap.from_json(map_path(engine.settings).read_text(encoding="utf-8"))
+    assert len(stored.paper_ids) == engine.index.count() == 46  # built for the whole list, before anyone asked

@@ -16,6 +16,7 @@ import html
 import json
 import logging
 import threading
+import time
 from typing import Any
 
 import gradio as gr
@@ -187,11 +188,17 @@ class MapPanel:
         return json.dumps({"highlight": ring, "keep": keep})
 
 
-def warm(engine: Any) -> threading.Thread:
-    """Compute (or read) the map in the background at start-up, so the first page load finds it ready."""
+def warm(engine: Any, poll: float = 5.0) -> threading.Thread:
+    """Compute (or read) the map in the background at start-up, so the first page load finds it ready; when the
+    collection is being indexed meanwhile (the bundled list), compute it again once that ends, so the first
+    visitor after it does not wait for the new map either."""
     def run() -> None:
         try:
             engine.topics()
+            if engine.indexing.running:
+                while engine.indexing.running:
+                    time.sleep(poll)
+                engine.topics()
         except Exception as exc:  # the page says the map is not available when it asks
             logging.getLogger("rag.ui").warning("the topic map could not be built: %s", exc)
 
