@@ -522,6 +522,8 @@ def topics(as_json: bool, points: bool, **settings: Any) -> None:
     The clusters are those of the page's map (KMeans over the whole-paper vectors, named by their most
     distinctive title and abstract words); computed once per index content and stored beside the index.
     """
+    if points and not as_json:
+        raise click.UsageError("--points prints the map as JSON: use it with --json.")
     engine = _existing_engine(**settings)
     tmap = engine.topics()
     if as_json:

@@ -273,7 +273,10 @@ def answer_topics(question: str, decisions: list[str], tmap: TopicMap, papers: l
     wanted = kind(decisions[0]) if len(decisions) == 1 else "papers"
     count = (lambda t: t.size) if wanted == "papers" else (lambda t: t.decisions.get(wanted, 0))
     fewest = bool(_FEWEST.search(question))
-    ranked = sorted(tmap.topics, key=lambda t: (count(t) if fewest else -count(t), t.n))[:SHOWN]
+    ranked = sorted(tmap.topics, key=lambda t: (count(t) if fewest else -count(t), t.n))
+    if not fewest:  # "the most orals": a topic with none is not among them
+        ranked = [t for t in ranked if count(t) > 0]
+    ranked = ranked[:SHOWN]
     by_id = {p.paper_id: p for p in papers}
     sources: list[Source] = []
     lines = []
@@ -292,11 +295,14 @@ def answer_topics(question: str, decisions: list[str], tmap: TopicMap, papers: l
             cited.append(f"“{sources[-1].title}” [{n}]")
         mix = ", ".join(f"{t.decisions.get(k, 0)} {k.lower()}{'s' if t.decisions.get(k, 0) != 1 else ''}"
                         for k in KINDS)
-        lines.append(f"{t.n}. {t.label}: {mix} ({t.size} papers)" + (f"; e.g. {', '.join(cited)}" if cited else ""))
+        lines.append(f"- topic {t.n}, {t.label}: {mix} ({t.size} papers)"
+                     + (f"; e.g. {', '.join(cited)}" if cited else ""))
     order = "fewest" if fewest else "most"
+    which = (f"The {len(ranked)} with the {order} {noun}:" if len(ranked) == SHOWN or fewest else
+             f"Only {len(ranked)} of them have any {noun}:" if ranked else f"None of them has any {noun}.")
     head = (f"The {len(tmap.paper_ids):,} papers fall into {len(tmap.topics)} topics (clusters of their whole-paper "
             "vectors, each named by its most distinctive title and abstract words; `rag topics` lists them all). "
-            f"The {len(ranked)} with the {order} {noun}:")
+            + which)
     text = "\n".join([head, *lines])
     return Answer(question=question, answer=text, mode="extractive", abstained=not sources, citations=list(sources),
                   sources=sources, confidence=1.0, notices=list(notices or []), answer_type="topics",

@@ -77,6 +77,8 @@ def test_rag_related_and_rag_topics_on_the_command_line(seed_engine):
     assert "points" not in topics and len(mapped["points"]) == topics["papers"]
     assert {p["paper_id"] for p in mapped["points"]} == {p.paper_id for p in seed_engine.index.all_papers()}
     assert all(0 <= p["x"] <= 1 and 0 <= p["y"] <= 1 and 1 <= p["topic"] <= 7 for p in mapped["points"])
+    alone = runner.invoke(main, ["topics", "--points", "--data-dir", data_dir, *store])
+    assert alone.exit_code == 2 and "--points prints the map as JSON: use it with --json." in alone.output
     listing = runner.invoke(main, ["topics", "--data-dir", data_dir, *store]).output
     assert re.search(r"^\s+1\s+\d+\s+\d+\s+\d+\s+\d+\s+\w", listing, re.M), listing
 
@@ -133,9 +135,13 @@ def test_which_topics_have_the_most_orals_is_answered_from_the_clusters(seed_eng
     tmap = seed_engine.topics()
     assert answer.answer_type == "topics" and not answer.abstained and answer.citations
     ranked = sorted(tmap.topics, key=lambda t: (-t.decisions["Oral"], t.n))
-    first = answer.answer.splitlines()[1]
-    assert first.startswith(f"{ranked[0].n}. {ranked[0].label}: {ranked[0].decisions['Oral']} oral")
+    first, *rest = answer.answer.splitlines()[1:]
+    assert first.startswith(f"- topic {ranked[0].n}, {ranked[0].label}: {ranked[0].decisions['Oral']} oral")
     assert "[1]" in first and answer.sources[0].decision == "Accept (Oral)"
+    with_orals = [t for t in ranked if t.decisions["Oral"]]
+    assert len(rest) + 1 == min(5, len(with_orals)) and " 0 orals" not in answer.answer  # none padded in
+    if len(with_orals) < 5:
+        assert f"Only {len(with_orals)} of them have any orals:" in answer.answer
     assert f"The {len(tmap.paper_ids):,} papers fall into {len(tmap.topics)} topics" in answer.answer
 
 
@@ -172,6 +178,10 @@ def test_the_map_panel_serves_points_cards_and_the_answer_state(seed_engine):
     orals = json.loads(panel.state([], ["Accept (Oral)"], ""))
     assert orals["highlight"] == [] and 0 < len(orals["keep"]) < len(points["id"])
     assert all(seed_engine.related(pid, 1).paper.decision == "Accept (Oral)" for pid in orals["keep"])
+    # A filter the question's words set ("orals on X") greys out the map as the panel's would.
+    worded = seed_engine.ask("Oral papers on sparse autoencoders").to_dict()
+    assert worded["filters"]["from_question"] == ["decisions"]
+    assert sorted(json.loads(panel.state([worded], [], ""))["keep"]) == sorted(orals["keep"])
 
 
 def test_the_map_is_built_again_in_the_background_when_the_indexing_ends(tmp_path):

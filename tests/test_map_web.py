@@ -135,3 +135,5 @@ def test_the_topics_api_answers_like_rag_topics_and_gives_the_map_on_request(app
     mapped = call_api(base, "topics", [True])
     assert [p["paper_id"] for p in mapped["points"]] == engine.topics().paper_ids
     assert mapped["topics"] == got["topics"]
+    for bad in ("abc", 1_000_000_000, {"x": 1}):
+        assert "points must be true or false" in str(call_api(base, "topics", [bad])["error"])

@@ -34,7 +34,7 @@ import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
 
 from rag.answer import Answer, Delta, Restart
-from rag.engine import Engine, check_k
+from rag.engine import Engine, QuestionError, check_k
 from rag.errors import RagError, one_line
 from rag.ingest import SUPPORTED_SUFFIXES
 from rag.cost import answer_cost
@@ -285,6 +285,8 @@ class ChatApp:
         """The topic clusters of the collection (as `rag topics --json`): size, decision mix, label terms, example
         papers; with points=true also the map: each paper's id, x, y (0..1) and topic number."""
         try:
+            if points is not None and not isinstance(points, bool):
+                raise QuestionError(f"points must be true or false, got {str(points)[:40]!r}.")
             return self.engine.topics().summary(points=bool(points))
         except Exception as exc:
             raise gr.Error(public_message(exc, self.settings), print_exception=False) from None

@@ -50,7 +50,7 @@ const hover = element.querySelector('.map-hover');
 const legend = element.querySelector('.map-legend');
 const card = element.querySelector('.map-card');
 const FULL = '-20 -20 1040 1040';
-const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22',
+const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#6b4c9a', '#bcbd22',
   '#17becf', '#aec7e8', '#ffbb78', '#98df8a', '#ff9896', '#c5b0d5', '#c49c94', '#f7b6d2', '#dbdb8d', '#9edae5',
   '#393b79'];
 const byId = new Map();
@@ -71,8 +71,9 @@ function apply() {
     x0 = Math.min(x0, x); y0 = Math.min(y0, y); x1 = Math.max(x1, x); y1 = Math.max(y1, y);
     c.parentNode.appendChild(c);  // drawn last: on top
   }
-  const side = Math.max(x1 - x0, y1 - y0, 120) * 1.4;
-  const cx = (x0 + x1) / 2, cy = (y0 + y1) / 2;
+  const side = Math.min(Math.max(x1 - x0, y1 - y0, 120) * 1.4, 1040);  // never wider than the whole map
+  const cx = Math.min(Math.max((x0 + x1) / 2, side / 2 - 20), 1020 - side / 2);  // and never past its edges
+  const cy = Math.min(Math.max((y0 + y1) / 2, side / 2 - 20), 1020 - side / 2);
   zoom(`${cx - side / 2} ${cy - side / 2} ${side} ${side}`, side / 1040);
 }
 function zoom(box, scale) {  // points grow less than the view: zoomed in, they spread apart
@@ -175,9 +176,15 @@ class MapPanel:
 
     def state(self, answers: list[dict] | None, decisions: list[str] | None, author: str | None) -> str:
         """What the map shows around the points: the latest answer's papers (those it cites, else those it found)
-        ringed, and (when a decision or author filter is set) the papers the filters keep."""
+        ringed, and (when a decision or author filter is set, in the panel or by the question's words: "orals on
+        X", "papers by Y") the papers the filters keep."""
         latest = (answers or [])[-1:] or [{}]
         ring = [s["paper_id"] for s in latest[0].get("citations") or latest[0].get("sources") or []]
+        filters = latest[0].get("filters") or {}
+        if not decisions and "decisions" in (filters.get("from_question") or []):
+            decisions = filters.get("decisions") or []
+        if not (author or "").strip() and "author" in (filters.get("from_question") or []):
+            author = filters.get("author") or ""
         keep = None
         needle = (author or "").strip().casefold()
         if decisions or needle:
