@@ -326,10 +326,7 @@ class Engine:
         plan = self._plan(question, history, llm, decisions, author, question_filters)
         intent, search, focus, filters = plan.intent, plan.search, plan.focus, plan.filters
         if intent.type == "topics":  # "which topics have the most orals?": from the topic clusters (rag.topicmap)
-            answer = answer_topics(question, intent.decisions, self.topics(), retriever.state.papers, notices)
-            answer.timings = {"total_ms": _ms(started, time.perf_counter())}
-            yield Delta(answer.answer)
-            yield answer
+            yield from self._topics(question, intent.decisions, notices, started)
             return
         k = len(focus) if focus else k or self.settings.k
         if intent.type == "count" or not intent.has_topic:  # a count, or "papers by X": as many as can be shown
@@ -352,6 +349,14 @@ class Engine:
                            intent, said)
         done = time.perf_counter()
         answer.timings.update(answer_ms=_ms(retrieved, done), total_ms=_ms(started, done))
+        yield answer
+
+    def _topics(self, question: str, decisions: list[str], notices: list[str], started: float
+                ) -> Iterator[Delta | Answer]:
+        """A question about the collection's topics, answered from its clusters, not by a search."""
+        answer = answer_topics(question, decisions, self.topics(), self.retriever.state.papers, notices)
+        answer.timings = {"total_ms": _ms(started, time.perf_counter())}
+        yield Delta(answer.answer)
         yield answer
 
     def _plan(self, question: str, history: list[dict[str, Any]], llm: ChatClient | None, decisions: list[str],
