@@ -124,15 +124,12 @@ def related_list(related: list[dict] | None) -> str:
 def paper_card(p: dict, related: list[dict] | None = None) -> str:
     """A paper's card outside an answer (a related paper, a point of the map): title, decision, authors, link,
     similarity, first sentence, the abstract on expand, and its own related papers when given."""
-    link = (f' · <a href="{html.escape(p["url"], quote=True)}" target="_blank" rel="noopener noreferrer">'
-            "OpenReview</a>") if _link(p.get("url") or "") else ""
+    link = _openreview(p.get("url") or "")
     score = f' · similarity {p["score"]:.2f}' if isinstance(p.get("score"), (int, float)) else ""
     if p.get("has_abstract", True) and p.get("abstract"):
-        body = (f'<div class="src-preview">{html.escape(plain(first_sentence(p["abstract"])))}</div>'
-                f'<details class="src-abstract"><summary>Abstract</summary>{html.escape(plain(p["abstract"]))}'
-                "</details>")
+        body = _preview(p["abstract"]) + _abstract(p["abstract"])
     else:
-        body = '<div class="src-note">Title and authors only: the sources have no abstract for this paper.</div>'
+        body = TITLE_ONLY
     return (f'<div class="rel-card" data-paper="{html.escape(p["paper_id"], quote=True)}">'
             f'<div class="src-head"><span class="src-title">{html.escape(plain(p["title"]))}</span>'
             f'{_badge(p.get("decision") or "", "rel-badge")}</div>'
@@ -140,21 +137,34 @@ def paper_card(p: dict, related: list[dict] | None = None) -> str:
 
 
 def _card(s: dict, turn: int, question: str, cited: bool, related: list[dict] | None = None) -> str:
-    link = (f' · <a href="{html.escape(s["url"], quote=True)}" target="_blank" rel="noopener noreferrer">'
-            "OpenReview</a>") if s["url"] else ""
-    has_abstract = s.get("has_abstract", True)
-    if has_abstract:
-        preview = f'<div class="src-preview">{html.escape(plain(first_sentence(s["text"])))}</div>'
-        body = (("" if s["has_title"] else preview)
-                + f'<div class="src-snippet">{highlight(plain(s["snippet"]), question)}</div>'
-                f'<details class="src-abstract"><summary>Abstract</summary>{html.escape(plain(s["text"]))}</details>')
+    link = _openreview(s["url"])
+    if s.get("has_abstract", True):
+        body = (("" if s["has_title"] else _preview(s["text"]))
+                + f'<div class="src-snippet">{highlight(plain(s["snippet"]), question)}</div>' + _abstract(s["text"]))
     else:
-        body = '<div class="src-note">Title and authors only: the sources have no abstract for this paper.</div>'
+        body = TITLE_ONLY
     return (f'<div class="src-card" id="src-{turn}-{s["n"]}">'
             f'<div class="src-head"><span class="src-n">[{s["n"]}]</span>'
             f'<span class="src-title">{html.escape(plain(s["title"]))}</span>{_badge(s["decision"])}</div>'
             f'<div class="src-meta">{_authors(s)}{link} · score {s["score"]:.2f}{" · cited" if cited else ""}</div>'
             f"{body}</div>{related_list(related)}")
+
+
+TITLE_ONLY = '<div class="src-note">Title and authors only: the sources have no abstract for this paper.</div>'
+
+
+def _openreview(url: str) -> str:
+    """" · OpenReview", linking the paper's own page (an http/https URL, see `_link`), or nothing."""
+    return (f' · <a href="{html.escape(url, quote=True)}" target="_blank" rel="noopener noreferrer">OpenReview</a>'
+            if _link(url) else "")
+
+
+def _preview(abstract: str) -> str:
+    return f'<div class="src-preview">{html.escape(plain(first_sentence(abstract)))}</div>'
+
+
+def _abstract(abstract: str) -> str:
+    return f'<details class="src-abstract"><summary>Abstract</summary>{html.escape(plain(abstract))}</details>'
 
 
 def _authors(s: dict) -> str:
@@ -198,8 +208,7 @@ def answer_markdown(answer: dict, turn: int) -> str:
     if answer["abstained"] and answer["sources"]:
         parts.append("Nearest papers:\n\n" + "\n".join(
             f'- <a href="#src-{turn}-{s["n"]}">[{s["n"]}]</a> {inert(plain(s["title"]))}'
-            + (f' · <a href="{html.escape(s["url"], quote=True)}" target="_blank" rel="noopener noreferrer">'
-               "OpenReview</a>" if _link(s["url"]) else "") for s in answer["sources"][:5]))
+            + _openreview(s["url"]) for s in answer["sources"][:5]))
     if answer["fabricated"]:
         parts.append(f"*Removed {answer['fabricated']} citation(s) to papers that were not retrieved.*")
     if answer.get("unsupported"):
