@@ -339,7 +339,9 @@ def render_sources(answer, settings: Settings | None = None) -> str:
 def describe_filters(filters: dict[str, Any]) -> str:
     parts = []
     if "decisions" in filters["from_question"]:
-        parts.append(" or ".join(filters["decisions"]))
+        parts.append(" or ".join(filters["decisions"])
+                     + (" (no paper matched: answered with any decision)" if "decisions" in filters.get("widened", [])
+                        else ""))
     if "author" in filters["from_question"]:
         parts.append(f"author {filters['author']}")
     return "; ".join(parts)

@@ -16,12 +16,12 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from rag import lock, prompts, support, zh
-from rag.answer import Answer, Delta, Restart, Source, sources_from
+from rag.answer import Answer, Delta, Restart, Source, passes_bar, should_abstain, sources_from
 from rag.catalog import enrich
 from rag.compose import compose
 from rag.config import Settings
@@ -30,7 +30,7 @@ from rag.index import IngestStats, PaperIndex, open_client
 from rag.intent import Intent, parse
 from rag.llm import ChatClient, LLMError
 from rag.ingest import read_paths
-from rag.retrieve import HybridRetriever, RetrievalParams
+from rag.retrieve import HybridRetriever, Retrieval, RetrievalParams
 from rag.errors import RagError, whole_number
 from rag.explore import Related, explorer
 from rag.topicmap import TopicMap, answer_topics, topic_map
@@ -332,9 +332,7 @@ class Engine:
         if intent.type == "count" or not intent.has_topic:  # a count, or "papers by X": as many as can be shown
             k = max(k, min(MAX_K, self.settings.candidates))
         loaded = time.perf_counter()
-        retrieval = retriever.retrieve(search, RetrievalParams.from_settings(
-            self.settings, k=k, decisions=tuple(filters["decisions"]), author=filters["author"],
-            paper_ids=tuple(focus)))
+        retrieval, lead = self._retrieve(intent, search, k, filters, focus)
         retrieved = time.perf_counter()
         if self.indexing.running and self.indexing.total:
             notices.append(f"Searched the {len(retriever.state.papers):,} papers indexed so far; indexing of "
@@ -345,11 +343,34 @@ class Engine:
                         fallback_reason=plan.fallback, answer_type=intent.type, filters=filters, focus=focus,
                         timings={"load_ms": _ms(started, loaded), "retrieve_ms": _ms(loaded, retrieved)})
         said = next((t["content"] for t in reversed(history) if t["role"] == "assistant"), "") if focus else ""
+        yield from [Delta(lead + "\n")] if lead else []
         yield from compose(answer, retrieval, self.settings, llm, self.templates, self._check_support, started,
                            intent, said)
+        answer.answer = f"{lead}\n{answer.answer}" if lead else answer.answer
         done = time.perf_counter()
         answer.timings.update(answer_ms=_ms(retrieved, done), total_ms=_ms(started, done))
         yield answer
+
+    def _retrieve(self, intent: Intent, search: str, k: int, filters: dict[str, Any], focus: list[str]
+                  ) -> tuple[Retrieval, str]:
+        """The retrieval to answer from, and a sentence to lead the answer with ("" mostly). "How many orals are
+        on X?" when no paper with the decision its words ask for passes the bar of a list (`rag.answer.passes_bar`):
+        the answer says none does, then lists the papers on X with any decision, as `filters["widened"]` records;
+        a refusal would tell the user the collection has nothing on X. A filter set in the panel or by a flag is
+        the user's explicit choice and stands."""
+        params = RetrievalParams.from_settings(self.settings, k=k, decisions=tuple(filters["decisions"]),
+                                               author=filters["author"], paper_ids=tuple(focus))
+        retrieval = self.retriever.retrieve(search, params)
+        if (intent.type not in ("count", "list") or not intent.has_topic or focus
+                or "decisions" not in filters["from_question"]
+                or (not should_abstain(retrieval, self.settings) and passes_bar(retrieval, self.settings))):
+            return retrieval, ""
+        wider = self.retriever.retrieve(search, replace(params, decisions=()))
+        if should_abstain(wider, self.settings) or not passes_bar(wider, self.settings):
+            return retrieval, ""
+        filters["widened"] = ["decisions"]
+        kinds = " or ".join(d.removeprefix("Accept (").rstrip(")").lower() for d in params.decisions)
+        return wider, f"No {kinds} paper in the list matches this question. With any decision:"
 
     def _topics(self, question: str, decisions: list[str], notices: list[str], started: float
                 ) -> Iterator[Delta | Answer]:

@@ -33,6 +33,7 @@ import numpy as np
 from rag.config import Settings
 from rag.index import PaperIndex, Sentences, StoredPaper
 from rag.text import split_sentences, tokenize
+from rag.topical import coverage, topic_groups
 
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
@@ -52,6 +53,7 @@ class Hit:
     bm25: float | None
     snippet: str = ""
     snippet_score: float = 0.0  # the snippet's score (cosine + term bonus): the relevance bar of list answers
+    topical: float = 1.0  # share of the question's topic (IDF-weighted, rag.topical) its title + abstract contain
 
 
 @dataclass
@@ -82,6 +84,7 @@ class _Corpus:
     bm25: bm25s.BM25 | None
     df: Counter  # in how many papers each lower-cased word (hyphens kept) occurs
     stem_df: Counter = field(default_factory=Counter)  # the same for BM25's stemmed terms
+    terms: list[frozenset[str]] = field(default_factory=list)  # each paper's stemmed terms (rag.topical)
 
 
 @dataclass(frozen=True)
@@ -162,7 +165,7 @@ class HybridRetriever:
         df = Counter(w for p in papers for w in set(_WORD.findall(p.search_text.casefold())))
         self.state = _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
                              np.array([p.decision for p in papers], dtype=object), bm25, df,
-                             Counter(t for doc in tokens for t in set(doc)))
+                             Counter(t for doc in tokens for t in set(doc)), [frozenset(doc) for doc in tokens])
 
     def retrieve(self, question: str, params: RetrievalParams = RetrievalParams()) -> Retrieval:
         """The top `params.k` papers for a question, within the filters of `params`."""
@@ -227,16 +230,20 @@ class HybridRetriever:
 
     def annotate(self, retrieval: Retrieval, state: "_Corpus") -> None:
         """Score the sentences of the hits: each hit's snippet, the answering sentences of the first
-        SNIPPET_PAPERS hits with abstracts (the best one is the confidence), and a rare name the question shares
-        with the top answering paper."""
+        SNIPPET_PAPERS hits with abstracts (the best one is the confidence), each hit's share of the question's
+        topic (`rag.topical`), and a rare name the question shares with the top answering paper."""
         hits = retrieval.hits
         scored = self.score_sentences(retrieval, list(range(len(hits))))
         answering = [i for i, hit in enumerate(hits) if hit.paper.has_abstract][:SNIPPET_PAPERS]
         retrieval.sentences = [s for s in scored if s.paper_index in answering]
+        groups = topic_groups(retrieval.question)
         for i, hit in enumerate(hits):
             best = next((s for s in scored if s.paper_index == i), None)
             hit.snippet = best.text if best else hit.paper.abstract[:300]
             hit.snippet_score = best.score if best else 0.0
+            position = state.position.get(hit.paper.paper_id)
+            if position is not None and position < len(state.terms):
+                hit.topical = coverage(groups, state.terms[position], state.stem_df, len(state.papers))
         if answering:
             retrieval.named_match = self._named_match(retrieval.question, hits[answering[0]].paper, state)
 

@@ -109,7 +109,8 @@ def test_lists_and_counts_state_their_bar_and_name_each_paper_once(embedded_seed
     assert count.answer_type == "count" and not count.abstained and len(count.sources) > 5
     head, *lines = count.answer.split("\n")
     assert head.startswith(f"{len(lines)} papers in the list match this question (each has a sentence scoring at "
-                           f"least {engine.settings.abstain_threshold:.2f} against the question; checked: the ")
+                           f"least {engine.settings.abstain_threshold:.2f} against the question and at least 50% of "
+                           "its key terms, weighted by rarity; checked: the ")
     assert all(line.startswith("• ") for line in lines) and [c.n for c in count.citations] == \
         [int(line.rsplit("[", 1)[1].rstrip("]")) for line in lines]
     assert any("CatVTON" in line for line in lines)
@@ -117,6 +118,41 @@ def test_lists_and_counts_state_their_bar_and_name_each_paper_once(embedded_seed
     assert listed.answer_type == "list" and len(listed.citations) >= 2
     for c in listed.citations:
         assert listed.answer.count(f"[{c.n}]") == 1 and f"• {c.title}: " in listed.answer
+
+
+def test_a_count_leaves_out_papers_near_the_question_that_lack_most_of_its_topic(embedded_seed_engine):
+    from rag.answer import TOPIC_BAR
+    from rag.retrieve import RetrievalParams
+
+    engine = embedded_seed_engine
+    topic = "sparse autoencoders for language model interpretability"
+    near = engine.retriever.retrieve(topic, RetrievalParams(k=30))
+    # Papers on LLM sparsity or interpretability score above the sentence bar but lack "sparse autoencoders".
+    off_topic = [h.paper.title for h in near.hits if h.snippet_score >= engine.settings.abstain_threshold
+                 and h.topical < TOPIC_BAR]
+    assert len(off_topic) >= 2
+    count = engine.ask(f"How many papers use {topic}?")
+    assert [c.title for c in count.citations] == [SAE_TITLE]
+    assert count.answer.startswith("1 paper in the list matches this question")
+
+
+def test_a_count_with_a_decision_no_paper_on_the_topic_has_says_none_then_lists_the_others(embedded_seed_engine):
+    engine = embedded_seed_engine
+    answer = engine.ask("How many orals are about virtual try-on?")
+    assert answer.filters["widened"] == ["decisions"] and not answer.abstained
+    lead, head, *lines = answer.answer.split("\n")
+    assert lead == "No oral paper in the list matches this question. With any decision:"
+    assert head.startswith("1 paper in the list matches") and "CatVTON" in lines[0]
+    assert [c.decision for c in answer.citations] == ["Accept (Poster)"]
+    from rag.cli import describe_filters
+    from ui.render import search_line
+
+    assert search_line(answer.to_dict()).startswith("Searched: only Accept &#40;Oral&#41;, then any decision (none matched)")
+    assert describe_filters(answer.filters) == "Accept (Oral) (no paper matched: answered with any decision)"
+    # When orals do match, the filter stands; a topic the collection lacks is still refused.
+    kept = engine.ask("How many orals are about time series?")
+    assert "widened" not in kept.filters and all(c.decision == "Accept (Oral)" for c in kept.citations)
+    assert engine.ask("Oral papers on sourdough bread baking").abstained
 
 
 def test_filters_written_in_the_question_are_applied_and_reported(embedded_seed_engine):

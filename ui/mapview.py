@@ -181,7 +181,7 @@ class MapPanel:
         latest = (answers or [])[-1:] or [{}]
         ring = [s["paper_id"] for s in latest[0].get("citations") or latest[0].get("sources") or []]
         filters = latest[0].get("filters") or {}
-        if not decisions and "decisions" in (filters.get("from_question") or []):
+        if not decisions and "decisions" in set(filters.get("from_question") or []) - set(filters.get("widened") or []):
             decisions = filters.get("decisions") or []
         if not (author or "").strip() and "author" in (filters.get("from_question") or []):
             author = filters.get("author") or ""

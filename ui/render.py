@@ -224,7 +224,8 @@ def search_line(answer: dict) -> str:
     bits = []
     filters = answer.get("filters") or {}
     if "decisions" in filters.get("from_question", []):
-        bits.append("only " + " or ".join(inert(d) for d in filters["decisions"]))
+        bits.append("only " + " or ".join(inert(d) for d in filters["decisions"])
+                    + (", then any decision (none matched)" if "decisions" in filters.get("widened", []) else ""))
     if "author" in filters.get("from_question", []):
         bits.append(f"only papers by {inert(filters['author'])}")
     if answer.get("focus"):
