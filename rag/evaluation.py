@@ -7,7 +7,10 @@ whose abstract starts with it (whitespace and case ignored).
 
 Metrics: hit@1, hit@5, MRR and nDCG@10 over questions with one gold paper (single and follow-up); recall@10 over
 multi-paper questions; abstention on unanswerable ("none") questions and false refusals on answerable ones;
-answers citing a gold paper; fabricated citations (LLM mode); coverage of the answer facts; latency. And once per
+answers citing a gold paper; the share of citations on a gold paper or one judged relevant (`cite_precision`; a
+question's optional `relevant` lists papers blind pooled judgments found on topic besides its gold;
+`cite_precision_gold` counts gold alone); fabricated citations (LLM mode); coverage of the answer facts; latency. And
+once per
 run, for the related papers (`rag.explore`): over the questions with two or more gold papers, the share of the
 other gold papers among the first gold paper's 5 (10) nearest papers (`related_recall@5`, `@10`).
 `rag eval` (CLI, and `make eval`) is the shell over `run`; `eval/` holds the question sets and reports.
@@ -37,7 +40,7 @@ CONFIGS: dict[str, dict[str, Any]] = {  # name -> settings overrides; "hybrid" i
     "hybrid": {"retrieval": "hybrid"},  # the engine's own fusion settings (tuned on seeds_dev, eval/README.md)
 }
 METRICS = ["hit@1", "hit@5", "mrr", "ndcg@10", "multi_recall@10", "abstention_on_none", "false_refusal",
-           "cited_gold", "fabricated", "answer_facts", "ms_p50", "ms_p95"]
+           "cited_gold", "cite_precision", "fabricated", "answer_facts", "ms_p50", "ms_p95"]
 
 
 class QuestionSetError(RagError, ValueError):
@@ -97,10 +100,13 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
         text = answer.answer.lower()
         golds = q.get("gold", [])
         cited_is_gold = [any(matches(g, c.paper_id, c.text) for g in golds) for c in answer.citations]
+        relevant = set(q.get("relevant") or [])  # judged on topic besides the gold (blind pooled judgments)
+        on_target = [is_gold or c.paper_id in relevant for is_gold, c in zip(cited_is_gold, answer.citations)]
         rows.append({
             "qid": q["qid"], "kind": q["kind"], "set": q.get("set", ""), "ranks": ranks,
             "type": q.get("type", ""), "answer_type": answer.answer_type,
-            "cite_precision": (sum(cited_is_gold) / len(cited_is_gold)) if cited_is_gold and golds else None,
+            "cite_precision": (sum(on_target) / len(on_target)) if on_target and golds else None,
+            "cite_precision_gold": (sum(cited_is_gold) / len(cited_is_gold)) if cited_is_gold and golds else None,
             "searched_alone": (q["turns"][0] not in answer.retrieval_query and not answer.focus)
             if q["kind"] == "followup" else None,
             "expected_alone": q.get("standalone"),
@@ -137,6 +143,7 @@ def summarize(rows: list[dict]) -> dict:
         "cited_gold": mean(r["cited_gold"] for r in answerable),
         "fabricated": sum(r["fabricated"] for r in rows),
         "answer_facts": mean(r["facts"] for r in answerable if r["facts"] is not None),
+        "cite_precision": mean(r["cite_precision"] for r in answerable if r.get("cite_precision") is not None),
         "ms_p50": round(statistics.median(ms), 1) if ms else None,
         "ms_p95": round(ms[int(0.95 * (len(ms) - 1))], 1) if ms else None,
     }
@@ -156,6 +163,7 @@ def by_type(rows: list[dict]) -> dict[str, dict]:
         out[kind] = {"questions": len(mine), "answer_facts": mean(r["facts"] for r in mine),
                      "cited_gold": mean(r["cited_gold"] for r in mine if r["kind"] != "none"),
                      "cite_precision": mean(r["cite_precision"] for r in mine),
+                     "cite_precision_gold": mean(r.get("cite_precision_gold") for r in mine),
                      "type_detected": mean(r["answer_type"] == kind for r in mine)
                      if kind in TYPES else None,
                      "topic_change_alone": mean(r["searched_alone"] for r in mine if r["expected_alone"] is True),
@@ -164,7 +172,8 @@ def by_type(rows: list[dict]) -> dict[str, dict]:
     return out
 
 
-TYPE_METRICS = ["questions", "answer_facts", "cited_gold", "cite_precision", "type_detected", "topic_change_alone",
+TYPE_METRICS = ["questions", "answer_facts", "cited_gold", "cite_precision", "cite_precision_gold", "type_detected",
+                "topic_change_alone",
                 "same_paper_followed"]
 
 
@@ -217,7 +226,8 @@ class Report:
         md.write_text(f"# Evaluation: {self.name}\n\n{meta}\n\n{self.table()}\n\n{self.type_table()}"
                       "hit@k, MRR and nDCG@10 over questions with one gold paper (single + follow-up); "
                       "multi_recall@10 over multi-paper questions; abstention_on_none over unanswerable questions; "
-                      "false_refusal and cited_gold over answerable ones; fabricated = citations removed; "
+                      "false_refusal, cited_gold and cite_precision (citations on a gold or judged-relevant "
+                      "paper) over answerable ones; fabricated = citations removed; "
                       "ms = time of `Engine.ask` per question.\n", encoding="utf-8")
         written = [md, js]
         if _plot(self, png):
