@@ -52,12 +52,15 @@ from rag.retrieve import Retrieval, ScoredSentence
 
 MAX_PER_PAPER = 2  # sentences quoted from one paper in an extractive answer
 RELATIVE_FLOOR = 0.8  # a quoted sentence scores at least this share of the best sentence's score
-# An explain answer quotes one paper when its best sentence leads the other papers' by LEAD (`leads`), up to
-# ONE_PAPER_SENTENCES of it. Chosen on the dev sets' single-paper questions (seeds_dev and types_dev explain, 82,
-# over the 2,114 papers): answers citing only the gold paper 0.585 -> 0.768, answer facts 0.811 -> 0.829, same
-# length (LEAD 0.03: 0.793 / 0.823; 0.08: 0.732 / 0.835; one paper always: 0.805 / 0.744).
+# An explain answer quotes one paper when the question names it (`Retrieval.named_match`) or when its best sentence
+# leads the other papers' by LEAD (`leads`): up to ONE_PAPER_SENTENCES of it, each scoring at least ONE_PAPER_FLOOR
+# of its best. Chosen on the dev sets' single-paper questions (seeds_dev and types_dev explain, 82, over the 2,114
+# papers): answers citing only the gold paper 0.585 -> 0.780, answer facts 0.811 -> 0.854, 607 -> 661 characters
+# (LEAD 0.03: 0.793 / 0.823; 0.08: 0.732 / 0.835; one paper always: 0.805 / 0.744; floor 0.6: facts 0.860 at 680
+# characters; 4 sentences: 0.878 at 769 characters, too long for a short answer).
 LEAD = 0.05
 ONE_PAPER_SENTENCES = 3
+ONE_PAPER_FLOOR = 0.7
 
 
 @dataclass
@@ -271,15 +274,21 @@ def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], setti
 def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, single_paper: bool = False
             ) -> tuple[str, list[int]]:
     """The best sentences of the top papers (at most MAX_PER_PAPER each, none below RELATIVE_FLOOR of the best),
-    grouped by paper in rank order, in each abstract's own order, the paper's title named once."""
+    grouped by paper in rank order, in each abstract's own order, the paper's title named once; or those of one
+    paper (see LEAD) when the question names it or it clearly leads."""
     ranked = retrieval.sentences  # the best sentences of the top papers, best first
     if not ranked:
         return "", []
-    single_paper = single_paper or leads(ranked)
+    one = None  # the paper the answer quotes alone, if any
+    if retrieval.named_match:  # the question names it ("What is CURIE?"): the paper found to contain the name
+        one = next((i for i, hit in enumerate(retrieval.hits) if hit.paper.has_abstract), None)
+    elif single_paper or leads(ranked):
+        one = ranked[0].paper_index
+    single_paper = one is not None and any(s.paper_index == one for s in ranked)
     if single_paper:
-        ranked = [s for s in ranked if s.paper_index == ranked[0].paper_index]
+        ranked = [s for s in ranked if s.paper_index == one]
     per_paper_limit = ONE_PAPER_SENTENCES if single_paper else MAX_PER_PAPER
-    floor = RELATIVE_FLOOR * ranked[0].score
+    floor = (ONE_PAPER_FLOOR if single_paper else RELATIVE_FLOOR) * ranked[0].score
     chosen: list[ScoredSentence] = []
     per_paper: dict[int, int] = {}
     for sentence in ranked:

@@ -32,10 +32,11 @@ import numpy as np
 
 from rag.config import Settings
 from rag.index import PaperIndex, Sentences, StoredPaper
-from rag.text import split_sentences, tokenize
+from rag.text import is_boilerplate, split_sentences, tokenize
 from rag.topical import coverage, topic_groups
 
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
+BOILERPLATE_PENALTY = 0.3  # "Code is available at https://..." (`rag.text.is_boilerplate`) answers no question
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
 SNIPPET_PAPERS = 3  # the top papers with abstracts whose sentences answer (the best one is the confidence)
 _WORD = re.compile(r"(?<![\w-])[\w][\w-]*")
@@ -282,7 +283,8 @@ class HybridRetriever:
         scored = []
         for (i, sentence), cos, words in zip(items, dense, tokenize([s for _, s in items])):
             overlap = len(terms & set(words)) / len(terms) if terms else 0.0
-            scored.append(ScoredSentence(sentence, float(cos) + LEXICAL_BONUS * overlap, i))
+            penalty = BOILERPLATE_PENALTY if is_boilerplate(sentence) else 0.0
+            scored.append(ScoredSentence(sentence, float(cos) + LEXICAL_BONUS * overlap - penalty, i))
         return sorted(scored, key=lambda s: -s.score)
 
     def sentences(self, papers: list[StoredPaper]) -> dict[str, Sentences]:

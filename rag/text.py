@@ -5,6 +5,8 @@
 - `tokenize`: BM25's tokenizer (bm25s, English stop words, Snowball stemming), also used to highlight the
   question's terms in a snippet exactly as the search matched them.
 - `first_sentence`: the short preview of an untitled abstract.
+- `is_boilerplate`: "Code is available at https://...", which says nothing about the paper's content (3% of the
+  bundled abstracts' sentences); retrieval scores such sentences lower so no answer quotes them for content.
 
 NLTK's Punkt sentence tokenizer, as llama-index's `split_by_sentence_tokenizer` uses it (untrained parameters, so
 no data files), but called directly: it gives character spans, which the index needs to pool each sentence's
@@ -65,3 +67,14 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 
 def split_sentences(text: str) -> list[str]:
     return [text[a:b] for a, b in sentence_spans(text)]
+
+
+_BOILERPLATE = re.compile(
+    r"https?://|github\.com|\bavailable at\b|\bproject page\b|\b(?:code|codes|data|dataset|datasets|models?|"
+    r"implementation|benchmark|weights|checkpoints)\b[^.]{0,60}\b(?:is|are|will be|have been|has been)\s+"
+    r"(?:publicly\s+|openly\s+|freely\s+)?(?:available|released|open-sourced|accessible)", re.IGNORECASE)
+
+
+def is_boilerplate(sentence: str) -> bool:
+    """A sentence that points at code, data or a web page ("Our code is available at https://...")."""
+    return bool(_BOILERPLATE.search(sentence))

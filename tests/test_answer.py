@@ -58,6 +58,48 @@ def test_a_how_question_is_answered_by_what_the_authors_did_not_by_the_abstracts
         in answer.answer
 
 
+def test_a_question_naming_a_paper_is_answered_from_it_alone_and_never_with_its_code_link(embedded_seed_engine):
+    from rag.text import is_boilerplate
+
+    engine = embedded_seed_engine
+    # "benchmark" draws a sentence of another paper above CURIE's own; the name decides which paper answers.
+    curie = engine.ask("What is the CURIE benchmark?")
+    assert [c.title.split(":")[0] for c in curie.citations] == ["CURIE"]
+    assert "We introduce CURIE, a scientific long-Context Understanding" in curie.answer
+    # Time-MoE's "Code is available at https://github.com/Time-MoE/Time-MoE" shares the name twice: not quoted.
+    time_moe = engine.ask("What is Time-MoE?")
+    assert "github" not in time_moe.answer and "we introduce Time-MoE, a scalable" in time_moe.answer
+    assert 2 <= time_moe.answer.count("[1]") <= 3  # one paper's sentences, the title named once
+    assert time_moe.answer.count("Time-MoE: Billion-Scale") == 1
+    assert is_boilerplate("Our code is publicly available at https://github.com/mrflogs/LoRA-Pro.")
+    assert is_boilerplate("The OMG dataset is publicly hosted on the Hugging Face Hub at https://huggingface.co/x")
+    assert not is_boilerplate("We introduce CURIE, a benchmark to measure LLMs in scientific problem-solving.")
+
+
+def test_the_paper_a_question_names_answers_even_when_another_has_the_best_sentence():
+    import numpy as np
+
+    from rag.answer import explain, sources_from
+    from rag.config import Settings
+    from rag.index import StoredPaper
+    from rag.retrieve import Hit, Retrieval, ScoredSentence
+
+    def paper(pid: str, title: str, abstract: str) -> StoredPaper:
+        return StoredPaper(pid, abstract, title, title, (), "Accept (Poster)", "", "", 2025, "", pid)
+
+    named = paper("a", "CURIE", "We introduce CURIE, a benchmark. It has ten tasks.")
+    other = paper("b", "Other", "We benchmark many benchmarks.")
+    sentences = [ScoredSentence("We benchmark many benchmarks.", 0.60, 1),
+                 ScoredSentence("We introduce CURIE, a benchmark.", 0.58, 0),
+                 ScoredSentence("It has ten tasks.", 0.50, 0)]
+    retrieval = Retrieval("What is the CURIE benchmark?", [Hit(named, 1.0, 0.5, 3.0), Hit(other, 0.9, 0.5, 2.0)],
+                          np.zeros(3), sentences=sentences, named_match="CURIE")
+    text, cited = explain(retrieval, sources_from(retrieval), Settings())
+    assert cited == [1] and text == "CURIE: We introduce CURIE, a benchmark [1]. It has ten tasks [1]."
+    retrieval.named_match = ""  # no name, and no lead of 0.05: both papers are quoted
+    assert explain(retrieval, sources_from(retrieval), Settings())[1] == [2, 1]
+
+
 def test_every_citation_marks_a_verbatim_sentence_of_the_cited_abstract(seed_engine):
     for question in ["How does gradient clipping affect SGD in high dimensions?",
                      "Which papers make large language models cheaper to train or run?",

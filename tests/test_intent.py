@@ -148,7 +148,8 @@ def test_a_count_with_a_decision_no_paper_on_the_topic_has_says_none_then_lists_
     from rag.cli import describe_filters
     from ui.render import search_line
 
-    assert search_line(answer.to_dict()).startswith("Searched: only Accept &#40;Oral&#41;, then any decision (none matched)")
+    assert search_line(answer.to_dict()).startswith(
+        "Searched: only Accept &#40;Oral&#41;, then any decision (none matched)")
     assert describe_filters(answer.filters) == "Accept (Oral) (no paper matched: answered with any decision)"
     # When orals do match, the filter stands; a topic the collection lacks is still refused.
     kept = engine.ask("How many orals are about time series?")
