@@ -11,6 +11,9 @@ the right record. Typed questions (with a "type" field) are also checked against
 "authors" facts are author names as written in the record, "decision" facts are Oral/Spotlight/Poster and
 match the record, "link" facts are the paper's forum id, "compare" has two gold papers, "filter" carries a
 "filters" object every gold paper satisfies, and "followup" has two turns, "standalone" and "followup_type".
+A "count" question with "zero_for_filter" ("How many orals on X?" where no paper on X is an oral) carries a
+decision filter that no gold paper passes (its gold is the papers on X with any decision); "searched", where
+given, lists the searches the gold was found by.
 With --disjoint, no paper may be gold in two of the given files (the tuning and held-out sets must not share
 papers). Prints one line per problem and a count of questions per type and file; exits 1 on any problem.
 """
@@ -124,6 +127,18 @@ def check_question(q: dict, records: dict, prefixes: list) -> tuple[list[str], l
         problems.append(f"type {typ} needs 2-8 gold papers, has {len(gold_ids)}")
     if typ == "compare" and len(gold_ids) != 2:
         problems.append("type compare needs exactly two gold papers")
+    if "searched" in q and not (isinstance(q["searched"], list) and q["searched"]
+                                and all(isinstance(s, str) and s for s in q["searched"])):
+        problems.append("'searched' must be a non-empty list of the searches run")
+    if q.get("zero_for_filter"):
+        # "How many orals on X?" where no paper on X has that decision: gold is every paper on X (any decision)
+        filters = q.get("filters")
+        if typ != "count" or kind != "multi" or not isinstance(filters, dict) or set(filters) != {"decisions"}:
+            problems.append("zero_for_filter needs type count, kind multi and a 'decisions' filter")
+        else:
+            for rec in gold_recs:
+                if rec.get("decision") in filters["decisions"]:
+                    problems.append(f"gold {rec['id']} passes the filter of a zero_for_filter question")
     if typ == "filter":
         filters = q.get("filters")
         if not isinstance(filters, dict) or not filters or set(filters) - {"decisions", "author"}:
