@@ -268,8 +268,8 @@ def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], setti
             lines.append(f"{BULLET} {s.title} [{s.n}] (title only: the list has no abstract for it)")
     n, checked = len(passing), len(retrieval.hits)
     papers, each = ("paper", "it has") if n == 1 else ("papers", "each has")
-    bar_text = (f"a sentence scoring at least {bar:.2f} against the question, and at least {TOPIC_BAR:.0%} as much "
-                "of its key terms as the paper that has the most, rarer terms weighing more")
+    bar_text = (f"a sentence scoring at least {bar:.2f} against the question and {TOPIC_BAR:.0%} of the key terms "
+                "the best match has")
     if whole_list:
         head = f"{n} {papers} found:"
     elif answer_type == "count":
