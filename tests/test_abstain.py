@@ -79,3 +79,20 @@ def test_quantity_features_read_the_top_paper_for_the_asked_quantity(seed_engine
     assert (asks, missing, number) == (1.0, 0.5, 0.0)
     at_scale = [replace(r, corpus_size=2114) for r in (given, absent)]
     assert abstain.probability(at_scale[1]) > abstain.probability(at_scale[0])
+
+
+def test_a_quantity_the_abstract_gives_under_another_name_or_as_a_unit_counts_as_given():
+    from types import SimpleNamespace
+
+    def paper(abstract):
+        return SimpleNamespace(abstract=abstract, has_abstract=True, title="A codec")
+
+    codec = paper("Our codec reaches 4 kbit/s with better quality than prior codecs.")
+    assert abstain._quantity_features("Down to what bitrate does the codec go?", codec) == (0.0, 1.0)
+    fast = paper("We obtain a 2.3x speedup over the baseline on long sequences.")
+    assert abstain._quantity_features("How much faster is it than the baseline?", fast) == (0.0, 1.0)
+    accurate = paper("It improves the baseline by 4.1% on ImageNet.")
+    assert abstain.asked_quantity("How much more accurate is it on ImageNet?")[0] == "accurate"
+    assert abstain._quantity_features("How much more accurate is it on ImageNet?", accurate)[1] == 1.0
+    # No stand-in for a figure the abstract lacks: a learning rate is not a percentage.
+    assert abstain._quantity_features("What learning rate was used?", accurate) == (1.0, 0.0)
