@@ -44,11 +44,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag import abstain, explain as explain_order
 from rag.config import Settings
+from rag.index import StoredPaper
 from rag.retrieve import Retrieval, ScoredSentence
+from rag.text import first_sentence
+
+if TYPE_CHECKING:
+    from rag.explore import Related
 
 MAX_PER_PAPER = 2  # sentences quoted from one paper in an extractive answer
 RELATIVE_FLOOR = 0.8  # a quoted sentence scores at least this share of the best sentence's score
@@ -133,6 +138,25 @@ NO_ANSWER = re.compile(
     r"sources do not contain an answer|(?:sources|abstracts|papers) (?:do|does) not (?:contain|mention|cover|"
     r"address|discuss|say)|not (?:contained|mentioned|covered|addressed) in the (?:sources|abstracts)|"
     r"cannot be answered (?:from|with|using) the (?:sources|abstracts)", re.IGNORECASE)
+
+
+def source_of(paper: StoredPaper, n: int, score: float = 1.0, snippet: str = "") -> Source:
+    """A paper as the n-th source of an answer that was not retrieved by a question (related papers, topics)."""
+    return Source(n=n, paper_id=paper.paper_id, title=paper.title or paper.label, authors=list(paper.authors),
+                  decision=paper.decision, url=paper.url, text=paper.abstract,
+                  snippet=snippet or first_sentence(paper.abstract), score=round(score, 4), venue=paper.venue,
+                  has_title=bool(paper.title), has_abstract=paper.has_abstract, enriched_from=paper.enriched_from)
+
+
+def related_answer(question: str, related: Related, notices: list[str]) -> Answer:
+    """ "Which papers are related to X?": X [1] and its nearest papers by whole-paper vector (`rag.explore`)."""
+    sources = [source_of(related.paper, 1)] + [source_of(nb.paper, i, nb.score)
+                                                for i, nb in enumerate(related.related, start=2)]
+    lines = [f"The papers nearest to “{sources[0].title}” [1] (by the similarity of their whole abstracts):"]
+    lines += [f"{BULLET} {s.title} [{s.n}] (similarity {s.score:.2f})" for s in sources[1:]]
+    return Answer(question=question, answer="\n".join(lines), mode="extractive", abstained=False,
+                  citations=list(sources), sources=sources, confidence=1.0, notices=notices, answer_type="related",
+                  filters={"decisions": [], "author": None, "from_question": []})
 
 
 def sources_from(retrieval: Retrieval) -> list[Source]:

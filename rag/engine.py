@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from rag import lock, prompts, support, zh
-from rag.answer import Answer, Delta, Restart, Source, passes_bar, should_abstain, sources_from
+from rag.answer import (Answer, Delta, Restart, Source, passes_bar, related_answer, should_abstain,
+                        sources_from)
 from rag.catalog import enrich
 from rag.compose import compose
 from rag.config import Settings
@@ -32,7 +33,7 @@ from rag.llm import ChatClient, LLMError
 from rag.ingest import read_paths
 from rag.retrieve import HybridRetriever, Retrieval, RetrievalParams
 from rag.errors import RagError, whole_number
-from rag.explore import Related, explorer
+from rag.explore import PaperNotFound, Related, explorer, find_paper
 from rag.topicmap import TopicMap, answer_topics, topic_map
 
 MAX_QUESTION_CHARS = 2_000
@@ -328,6 +329,11 @@ class Engine:
         if intent.type == "topics":  # "which topics have the most orals?": from the topic clusters (rag.topicmap)
             yield from self._topics(question, intent.decisions, notices, started)
             return
+        if intent.type == "related":  # "which papers are related to X?": X's nearest papers (rag.explore)
+            yield from (found := self._related(question, focus[0] if focus else intent.query, k, notices, started))
+            if found:
+                return
+            intent.type = "list"  # X is a topic ("papers related to diffusion models"): searched as a list
         k = len(focus) if focus else k or self.settings.k
         if intent.type == "count" or not intent.has_topic:  # a count, or "papers by X": as many as can be shown
             k = max(k, min(MAX_K, self.settings.candidates))
@@ -371,6 +377,24 @@ class Engine:
         filters["widened"] = ["decisions"]
         kinds = " or ".join(d.removeprefix("Accept (").rstrip(")").lower() for d in params.decisions)
         return wider, f"No {kinds} paper in the list matches this question. With any decision:"
+
+    def _related(self, question: str, name: str, k: int | None, notices: list[str], started: float
+                 ) -> list[Delta | Answer]:
+        """ "Which papers are related to X?" when X names one paper (its id, a name written with a capital or a
+        digit such as CatVTON or Time-MoE, or half its title): X and its nearest papers. Otherwise [] and the
+        question is searched as a list ("papers related to diffusion models" is a topic, not a paper)."""
+        papers = self.retriever.state.papers
+        try:
+            paper = find_paper(papers, name)
+        except PaperNotFound:
+            return []
+        title = _plain_words(paper.title or paper.label)
+        if not (paper.paper_id == name or re.search(r"[A-Z0-9]", name)
+                or len(_plain_words(name) & title) >= len(title) / 2):
+            return []
+        answer = related_answer(question, self.related(paper.paper_id, k), notices)
+        answer.timings = {"total_ms": _ms(started, time.perf_counter())}
+        return [Delta(answer.answer), answer]
 
     def _topics(self, question: str, decisions: list[str], notices: list[str], started: float
                 ) -> Iterator[Delta | Answer]:
@@ -446,6 +470,10 @@ class Engine:
 
     def is_empty(self) -> bool:
         return self.index.count() == 0
+
+
+def _plain_words(text: str) -> set[str]:
+    return set(re.findall(r"\w+", text.casefold()))
 
 
 def _ms(a: float, b: float) -> float:

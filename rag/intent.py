@@ -4,7 +4,8 @@ Researchers ask the same few kinds of questions of a paper list, and each has an
 than quoted sentences: who wrote X (the authors field), was X an oral (the decision), where can I read X (the
 link), which papers / are there papers on X (a list), how many papers on X (a count with its bar), how do X and
 Y differ (one line per paper), which topics have the most orals (the topic clusters, `rag.topicmap`), and what /
-how / why about a paper (its best sentences). Filters come in words too: "orals on X", "spotlight papers about
+how / why about a paper (its best sentences), which papers are related to X (its nearest papers, `rag.explore`).
+Filters come in words too: "orals on X", "spotlight papers about
 Y", "papers by Yoshua Bengio", "posters from ICLR 2025 on Z".
 
 Detection is a handful of patterns, in this one module, so it can be read and explained; `rag ask --json`
@@ -19,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable
 
-TYPES = ("authors", "decision", "link", "count", "topics", "list", "compare", "explain")
+TYPES = ("authors", "decision", "link", "count", "topics", "related", "list", "compare", "explain")
 
 _PAPER = r"(?:paper|papers|work|works|article|articles|study|studies|publication|publications)"
 # What the rest of the question names: "the paper about X", "the work on X", "X".
@@ -132,10 +133,25 @@ class Intent:
     sides: list[str] = field(default_factory=list)  # a comparison's sides as written ("Palu", "MatryoshkaKV")
 
 
+# "Which papers are related to X?", "papers similar to X", "what else is like X?": X's nearest papers. X is what
+# follows, quotes and "the paper" around it dropped; the engine searches the words instead when X names no paper.
+_RELATED = re.compile(
+    rf"^(?:(?:which|what)\s+(?:other\s+)?{_PAPER}\s+(?:are\s+|is\s+)?(?:most\s+)?(?:related|similar|closest|close)\s+"
+    rf"to|(?:find|show|list|give)\s+(?:me\s+)?(?:other\s+)?{_PAPER}\s+(?:related|similar)\s+to|(?:other\s+)?{_PAPER}\s+"
+    rf"(?:related|similar)\s+to|what\s+else\s+is\s+(?:like|similar\s+to))\s+(?P<paper>.+)", re.I)
+_QUOTES = "\"'“”‘’«»「」"
+
+
 def parse(question: str, known_author: Callable[[str], bool] = lambda name: False) -> Intent:
     """The intent of one (standalone) question."""
     intent = Intent(query=question)
     text = question.strip()
+    related = _RELATED.search(text)
+    if related:
+        paper = related.group("paper").strip().rstrip("?.!").strip()
+        paper = re.sub(rf"^(?:the\s+)?(?:{_PAPER}\s+)?(?:(?:called|titled|named|on|about)\s+)?", "", paper, flags=re.I)
+        intent.type, intent.query = "related", paper.strip(_QUOTES + " ")
+        return intent
 
     published = _PUBLISHED.search(text)
     if published and known_author(published.group("name")):

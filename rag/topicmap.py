@@ -267,8 +267,7 @@ def answer_topics(question: str, decisions: list[str], tmap: TopicMap, papers: l
     """The `Answer` to a question about the topics: the SHOWN topics with the most (or fewest) papers of the kind
     the question names (`decisions`, from its words: "orals" -> Accept (Oral)), each with its counts and one or two
     example papers of that kind, cited."""
-    from rag.answer import Answer, Source
-    from rag.text import first_sentence
+    from rag.answer import Answer, Source, source_of
 
     wanted = kind(decisions[0]) if len(decisions) == 1 else "papers"
     count = (lambda t: t.size) if wanted == "papers" else (lambda t: t.decisions.get(wanted, 0))
@@ -288,10 +287,7 @@ def answer_topics(question: str, decisions: list[str], tmap: TopicMap, papers: l
             if paper is None:
                 continue
             n = len(sources) + 1
-            sources.append(Source(n=n, paper_id=pid, title=paper.title or paper.label, authors=list(paper.authors),
-                                  decision=paper.decision, url=paper.url, text=paper.abstract,
-                                  snippet=first_sentence(paper.abstract), score=1.0, venue=paper.venue,
-                                  has_title=bool(paper.title), has_abstract=paper.has_abstract))
+            sources.append(source_of(paper, n))
             cited.append(f"“{sources[-1].title}” [{n}]")
         mix = ", ".join(f"{t.decisions.get(k, 0)} {k.lower()}{'s' if t.decisions.get(k, 0) != 1 else ''}"
                         for k in KINDS)

@@ -179,9 +179,13 @@ def test_the_map_panel_serves_points_cards_and_the_answer_state(seed_engine):
     assert orals["highlight"] == [] and 0 < len(orals["keep"]) < len(points["id"])
     assert all(seed_engine.related(pid, 1).paper.decision == "Accept (Oral)" for pid in orals["keep"])
     # A filter the question's words set ("orals on X") greys out the map as the panel's would.
-    worded = seed_engine.ask("Oral papers on sparse autoencoders").to_dict()
+    worded = seed_engine.ask("Oral papers on time series").to_dict()
     assert worded["filters"]["from_question"] == ["decisions"]
     assert sorted(json.loads(panel.state([worded], [], ""))["keep"]) == sorted(orals["keep"])
+    # ... unless no oral is on the topic and the answer lists the papers with any decision.
+    widened = seed_engine.ask("Oral papers on sparse autoencoders").to_dict()
+    assert widened["filters"]["widened"] == ["decisions"]
+    assert json.loads(panel.state([widened], [], ""))["keep"] is None
 
 
 def test_the_map_is_built_again_in_the_background_when_the_indexing_ends(tmp_path):

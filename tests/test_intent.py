@@ -33,6 +33,10 @@ def known(name):
     ("Is there work on making sparse autoencoders cheaper to train?", "list",
      "making sparse autoencoders cheaper to train", [], None, ""),
     ("What did they compare against?", "explain", "What did they compare against?", [], None, ""),
+    ("Which papers are related to CatVTON?", "related", "CatVTON", [], None, ""),
+    ('Find papers similar to the paper titled "Strong Model Collapse".', "related", "Strong Model Collapse", [],
+     None, ""),
+    ("what else is like the paper on Time-MoE?", "related", "Time-MoE", [], None, ""),
     ("How do MLE-bench and Cybench differ?", "compare", "How do MLE-bench and Cybench differ?", [], None, ""),
     ("What does STEEL prove?", "explain", "What does STEEL prove?", [], None, ""),
     # Not filters: a topic that contains a decision word, and "by" before words that are not an author's name.
@@ -154,6 +158,26 @@ def test_a_count_with_a_decision_no_paper_on_the_topic_has_says_none_then_lists_
     kept = engine.ask("How many orals are about time series?")
     assert "widened" not in kept.filters and all(c.decision == "Accept (Oral)" for c in kept.citations)
     assert engine.ask("Oral papers on sourdough bread baking").abstained
+
+
+def test_which_papers_are_related_to_a_named_paper_lists_its_nearest_papers(embedded_seed_engine):
+    engine = embedded_seed_engine
+    answer = engine.ask("Which papers are related to CatVTON?")
+    assert answer.answer_type == "related" and answer.citations[0].title.startswith("CatVTON")
+    nearest = engine.related("CatVTON")
+    assert [c.paper_id for c in answer.citations[1:]] == [n.paper.paper_id for n in nearest.related]
+    head, *lines = answer.answer.split("\n")
+    assert head.startswith("The papers nearest to “CatVTON") and len(lines) == len(nearest.related)
+    assert all(line.startswith("• ") and "(similarity 0." in line for line in lines)
+    # A follow-up's "it" is the paper of the previous answer.
+    first = engine.ask("What is Time-MoE?")
+    history = [{"role": "user", "content": first.question},
+               {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids[:1]}]
+    it = engine.ask("Which papers are related to it?", history=history)
+    assert it.answer_type == "related" and it.citations[0].paper_id == first.cited_ids[0]
+    # A topic, not a paper: searched as a list.
+    topic = engine.ask("Which papers are related to diffusion models?")
+    assert topic.answer_type == "list" and topic.retrieval_query == "diffusion models" and "CatVTON" in topic.answer
 
 
 def test_filters_written_in_the_question_are_applied_and_reported(embedded_seed_engine):
