@@ -50,7 +50,7 @@ from rag import abstain, explain as explain_order
 from rag.config import Settings
 from rag.index import StoredPaper
 from rag.retrieve import Retrieval, ScoredSentence
-from rag.text import first_sentence
+from rag.text import first_sentence, is_boilerplate
 
 if TYPE_CHECKING:
     from rag.explore import Related
@@ -220,6 +220,7 @@ RECORD_TYPES = ("authors", "decision", "link")
 # cited papers on the gold lists 0.43 -> 0.60 for counts, no gold paper lost; 0.6 lost two of 41), a round "half
 # of the topic" a user can be told.
 TOPIC_BAR = 0.5
+MAX_LISTED = 50  # papers a question can ask for, and a count checks at most (`rag.engine.MAX_K`)
 # ... and its best sentence scores at least this share of the best paper's (and never below the abstention
 # threshold). Chosen with TOPIC_BAR on types_dev's 12 counts and lists (citations on gold or judged-relevant
 # papers / share of the gold named): 0.683 / 0.892 without it, 0.740 / 0.871 at 0.7, 0.838 / 0.768 at 0.8.
@@ -253,10 +254,17 @@ def _relevance(hit) -> float:
     return hit.snippet_score if hit.paper.has_abstract else (hit.dense or 0.0)
 
 
+def _pool(retrieval: Retrieval) -> list:
+    """The hits a list's bar is relative to: its own and, for a filtered list, those of the same search without
+    filters (`Retrieval.reference`): the best paper near the question in the whole collection sets the bar, else
+    "spotlights on X" would name the spotlights merely nearest to X."""
+    return retrieval.hits + (retrieval.reference.hits if retrieval.reference is not None else [])
+
+
 def sentence_bar(retrieval: Retrieval, settings: Settings) -> float:
     """The score a list's paper's best sentence (a title-only paper: its title) must reach: `abstain_threshold`,
     or SENTENCE_SHARE of the best paper's, whichever is higher."""
-    best = max((_relevance(hit) for hit in retrieval.hits), default=0.0)
+    best = max((_relevance(hit) for hit in _pool(retrieval)), default=0.0)
     return max(settings.abstain_threshold, SENTENCE_SHARE * best)
 
 
@@ -268,7 +276,7 @@ def passes_bar(retrieval: Retrieval, settings: Settings, whole_list: bool = Fals
         return list(range(len(retrieval.hits)))
     cutoff = sentence_bar(retrieval, settings)
     near = [i for i, hit in enumerate(retrieval.hits) if _relevance(hit) >= cutoff]
-    best = max((retrieval.hits[i].topical for i in near), default=0.0)
+    best = max((hit.topical for hit in _pool(retrieval) if _relevance(hit) >= cutoff), default=0.0)
     return [i for i in near if retrieval.hits[i].topical >= TOPIC_BAR * best]
 
 
@@ -277,7 +285,13 @@ def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], setti
     """One line per paper that passes the relevance bar: "• Title: its best sentence [n]." ("• Title [n]" for a
     count); for a comparison, the papers its sides name (`compared`) if found. Empty when none passes."""
     bar = sentence_bar(retrieval, settings)
-    passing = [sources[i] for i in passes_bar(retrieval, settings, whole_list)]
+    indexes = passes_bar(retrieval, settings, whole_list)
+    passing = [sources[i] for i in indexes]
+    checked = len(retrieval.hits)
+    # Papers still passing among the last fifth of those checked, when as many were checked as asked for: the
+    # list goes on beyond them, so a count is a lower bound.
+    more = (not whole_list and checked >= retrieval.k and bool(indexes)
+            and indexes[-1] >= checked - max(1, checked // 5))
     if answer_type == "compare":
         passing = [sources[i] for i in compared] if compared else passing[:3]
     if not passing:
@@ -290,22 +304,23 @@ def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], setti
             lines.append(f"{BULLET} {s.title}: {_cite(s.snippet, s.n)}")
         else:
             lines.append(f"{BULLET} {s.title} [{s.n}] (title only: the list has no abstract for it)")
-    n, checked = len(passing), len(retrieval.hits)
+    n = len(passing)
     papers, each = ("paper", "it has") if n == 1 else ("papers", "each has")
     bar_text = (f"a sentence scoring at least {bar:.2f} against the question and {TOPIC_BAR:.0%} of the key terms "
                 "the best match has")
     if whole_list:
         head = f"{n} {papers} found:"
     elif answer_type == "count":
-        head = (f"{n} {papers} in the list {'matches' if n == 1 else 'match'} this question ({each} {bar_text}; "
-                f"checked: the {checked} best-ranked papers):")
+        head = (f"{'At least ' if more else ''}{n} {papers} in the list {'matches' if n == 1 else 'match'} this "
+                f"question ({each} {bar_text}; checked: the {checked} best-ranked papers):")
     elif answer_type == "compare":
         head = "Side by side, each paper's sentence closest to the question:"
     else:
         head = f"{n} {papers} {'matches' if n == 1 else 'match'} ({each} {bar_text}), with the sentence closest to it:"
     lines = [head] + lines
-    if n == checked and checked >= retrieval.k and not whole_list and answer_type != "compare":
-        lines.append(f"(All {checked} papers searched pass the bar; there may be more: ask for more papers.)")
+    if more and answer_type != "compare":
+        lines.append(f"(Papers ranked near the {checked}th checked still pass the bar, so there are likely more: "
+                     + ("ask about a narrower topic.)" if checked >= MAX_LISTED else "ask for more papers.)"))
     return "\n".join(lines), [s.n for s in passing]
 
 
@@ -315,6 +330,9 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
     grouped by paper in rank order, in each abstract's own order, the paper's title named once; or those of one
     paper (see LEAD) when the question names it or it clearly leads."""
     ranked = retrieval.sentences  # the best sentences of the top papers, best first
+    if not _ASKS_FOR_CODE.search(retrieval.question):  # "Code is available at ..." answers only a question for it
+        ranked = [s for s in ranked if not is_boilerplate(s.text)] or ranked
+    quotable = ranked
     if not ranked:
         return "", []
     one = None  # the paper the answer quotes alone, if any
@@ -336,7 +354,8 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
             continue
         per_paper[sentence.paper_index] = per_paper.get(sentence.paper_index, 0) + 1
         chosen.append(sentence)
-    chosen = explain_order.within_papers(retrieval, chosen)  # each paper's sentences that say what it did (rag.explain)
+    # each paper's sentences that say what it did (rag.explain)
+    chosen = explain_order.within_papers(retrieval, chosen, quotable)
     paragraphs = []
     for paper_index in dict.fromkeys(s.paper_index for s in chosen):
         mine = sorted((s for s in chosen if s.paper_index == paper_index),
@@ -346,6 +365,10 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
         paragraphs.append(f"{source.title}: {quoted}" if source.has_title else quoted)
     cited = list(dict.fromkeys(s.paper_index + 1 for s in chosen))
     return "\n\n".join(paragraphs), cited
+
+
+_ASKS_FOR_CODE = re.compile(r"\b(?:code|github|repo|repository|implementation|website|project\s+page|link|url|"
+                            r"download|released?|open[- ]source[ds]?|available)\b", re.IGNORECASE)
 
 
 def leads(ranked: list[ScoredSentence]) -> bool:

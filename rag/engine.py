@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from rag import lock, prompts, support, zh
-from rag.answer import (Answer, Delta, Restart, Source, passes_bar, related_answer, should_abstain,
-                        sources_from)
+from rag.answer import (MAX_LISTED, Answer, Delta, Restart, Source, passes_bar, related_answer,
+                        should_abstain, sources_from)
 from rag.catalog import enrich
 from rag.compose import compose
 from rag.config import Settings
@@ -37,7 +37,7 @@ from rag.explore import PaperNotFound, Related, explorer, find_paper
 from rag.topicmap import TopicMap, answer_topics, topic_map
 
 MAX_QUESTION_CHARS = 2_000
-MAX_K = 50
+MAX_K = MAX_LISTED  # papers one question can ask for (a count checks this many)
 MAX_HISTORY_TURNS = 100
 MAX_AUTHOR_CHARS = 200
 MAX_FOCUS = 10  # papers of the previous answer a follow-up can be about
@@ -359,19 +359,26 @@ class Engine:
 
     def _retrieve(self, intent: Intent, search: str, k: int, filters: dict[str, Any], focus: list[str]
                   ) -> tuple[Retrieval, str]:
-        """The retrieval to answer from, and a sentence to lead the answer with ("" mostly). "How many orals are
-        on X?" when no paper with the decision its words ask for passes the bar of a list (`rag.answer.passes_bar`):
-        the answer says none does, then lists the papers on X with any decision, as `filters["widened"]` records;
-        a refusal would tell the user the collection has nothing on X. A filter set in the panel or by a flag is
-        the user's explicit choice and stands."""
+        """The retrieval to answer from, and a sentence to lead the answer with ("" mostly).
+
+        A list or count with a decision or author filter is also searched without filters (`Retrieval.reference`):
+        its bar (`rag.answer.passes_bar`) is relative to the best paper of the whole collection, so "spotlights on
+        X" names no spotlight that is merely the nearest to X. "How many orals are on X?" when no paper with the
+        decision its words ask for passes that bar: the answer says none does, then lists the papers on X with any
+        decision, as `filters["widened"]` records; a refusal would tell the user the collection has nothing on X.
+        A filter set in the panel or by a flag is the user's explicit choice and stands."""
         params = RetrievalParams.from_settings(self.settings, k=k, decisions=tuple(filters["decisions"]),
                                                author=filters["author"], paper_ids=tuple(focus))
         retrieval = self.retriever.retrieve(search, params)
         if (intent.type not in ("count", "list") or not intent.has_topic or focus
-                or "decisions" not in filters["from_question"]
-                or (not should_abstain(retrieval, self.settings) and passes_bar(retrieval, self.settings))):
+                or not (params.decisions or params.author)):
             return retrieval, ""
-        wider = self.retriever.retrieve(search, replace(params, decisions=()))
+        retrieval.reference = everything = self.retriever.retrieve(search, replace(params, decisions=(), author=None))
+        if "decisions" not in filters["from_question"] or (
+                not should_abstain(retrieval, self.settings) and passes_bar(retrieval, self.settings)):
+            return retrieval, ""
+        wider = self.retriever.retrieve(search, replace(params, decisions=())) if params.author else everything
+        wider.reference = everything
         if should_abstain(wider, self.settings) or not passes_bar(wider, self.settings):
             return retrieval, ""
         filters["widened"] = ["decisions"]

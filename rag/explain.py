@@ -25,24 +25,26 @@ OPENING = 0.10  # penalty of the abstract's first sentence when it does not
 _OWN = re.compile(r"\b(?:we|our|ours|us)\b|\bthis\s+(?:paper|work|study|article)\b|\bhere,?\s+we\b", re.IGNORECASE)
 
 
-def within_papers(retrieval: Retrieval, chosen: list[ScoredSentence]) -> list[ScoredSentence]:
+def within_papers(retrieval: Retrieval, chosen: list[ScoredSentence],
+                  candidates: list[ScoredSentence] | None = None) -> list[ScoredSentence]:
     """The same number of sentences from the same papers as `chosen` (picked by the plain score, so which papers
-    an answer quotes and cites does not change), each paper's now its best by the score of `ranked`."""
+    an answer quotes and cites does not change), each paper's now its best by the score of `ranked`, among
+    `candidates` (default: all of `retrieval.sentences`)."""
     count: dict[int, int] = {}
     for s in chosen:
         count[s.paper_index] = count.get(s.paper_index, 0) + 1
     out: list[ScoredSentence] = []
-    for s in ranked(retrieval):
+    for s in ranked(retrieval, candidates):
         if count.get(s.paper_index, 0) > 0:
             count[s.paper_index] -= 1
             out.append(s)
     return out
 
 
-def ranked(retrieval: Retrieval) -> list[ScoredSentence]:
-    """`retrieval.sentences` (the top papers' sentences) re-scored as above, best first."""
+def ranked(retrieval: Retrieval, candidates: list[ScoredSentence] | None = None) -> list[ScoredSentence]:
+    """`candidates` (default: `retrieval.sentences`, the top papers' sentences) re-scored as above, best first."""
     out = []
-    for s in retrieval.sentences:
+    for s in retrieval.sentences if candidates is None else candidates:
         own = bool(_OWN.search(s.text))
         opening = retrieval.hits[s.paper_index].paper.abstract.lstrip().startswith(s.text.strip()[:60])
         score = s.score + (OWN_WORK if own else -OPENING if opening else 0.0)

@@ -30,6 +30,7 @@ from rag.index import StoredPaper
 DEFAULT_K = 5
 MAX_K = 50
 _IN_LIMIT = 500
+_OPENREVIEW = re.compile(r"openreview\.net/(?:forum|pdf)\?id=([\w-]+)")
 
 
 class PaperNotFound(RagError, ValueError):
@@ -135,13 +136,16 @@ def explorer(retriever: Any) -> Explorer:
 
 
 def find_paper(papers: list[StoredPaper], query: Any) -> StoredPaper:
-    """The paper `query` names: its id, its title (case, punctuation and spacing ignored), a part of its title no
-    other paper has, or else a title within a few typos of it. Raises PaperNotFound otherwise."""
+    """The paper `query` names: its id or OpenReview link, its title (case, punctuation and spacing ignored), a
+    part of its title no other paper has, or else a title within a few typos of it. Raises PaperNotFound
+    otherwise."""
     if not isinstance(query, str) or not query.strip():
         raise PaperNotFound("give a paper id or title (e.g. one of the ids `rag ask --json` lists in `sources`).")
     text = " ".join(query.split())
     if len(text) > 500:
         raise PaperNotFound(f"the paper id or title is too long ({len(text):,} characters; at most 500).")
+    link = _OPENREVIEW.search(text)  # the link a card shows: https://openreview.net/forum?id=<id>
+    text = link.group(1) if link else text
     for paper in papers:
         if paper.paper_id == text:
             return paper

@@ -68,6 +68,8 @@ class Retrieval:
     k: int = 5  # papers asked for: fewer hits means every paper the filters allow was ranked
     term_df: dict[str, int] = field(default_factory=dict)  # in how many papers each of `terms` occurs (rag.abstain)
     corpus_size: int = 0
+    # The same question searched without filters, for a filtered list or count: its best paper sets their bar.
+    reference: "Retrieval | None" = None
 
     @property
     def confidence(self) -> float:

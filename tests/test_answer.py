@@ -100,6 +100,38 @@ def test_the_paper_a_question_names_answers_even_when_another_has_the_best_sente
     assert explain(retrieval, sources_from(retrieval), Settings())[1] == [2, 1]
 
 
+def test_a_count_whose_last_checked_papers_still_pass_is_a_lower_bound():
+    import numpy as np
+
+    from rag.answer import listing, sources_from
+    from rag.config import Settings
+    from rag.index import StoredPaper
+    from rag.retrieve import Hit, Retrieval
+
+    def hit(i: int, score: float) -> Hit:
+        paper = StoredPaper(f"p{i}", f"Paper {i} is on graphs.", f"Graphs {i}", f"Graphs {i}", (), "", "", "",
+                            2025, "", f"p{i}")
+        return Hit(paper, 1.0 - i / 100, 0.5, 3.0, snippet=f"Paper {i} is on graphs.", snippet_score=score)
+
+    every = Retrieval("graphs", [hit(i, 0.8) for i in range(10)], np.zeros(3), k=10)
+    text, cited = listing("count", every, sources_from(every), Settings())
+    assert text.startswith("At least 10 papers in the list match") and "there are likely more" in text
+    assert len(cited) == 10
+    # The papers passing stop well before the last checked: an exact count.
+    some = Retrieval("graphs", [hit(i, 0.8 if i < 4 else 0.1) for i in range(10)], np.zeros(3), k=10)
+    text, cited = listing("count", some, sources_from(some), Settings())
+    assert text.startswith("4 papers in the list match") and "likely more" not in text and len(cited) == 4
+
+
+def test_text_from_papers_cannot_reorder_the_page_with_bidi_controls():
+    from ui.render import highlight, inert
+
+    title = "Evil \u202eTitle\u202c, \u2067end\u2069 \u05e9\u05dc\u05d5\u05dd"  # RLO ... PDF, RLI ... PDI, Hebrew
+    for shown in (inert(title), highlight(title, "title")):
+        assert not any(0x202A <= ord(c) <= 0x202E or 0x2066 <= ord(c) <= 0x2069 for c in shown)
+        assert "\u05e9\u05dc\u05d5\u05dd" in shown  # right-to-left letters stay
+
+
 def test_every_citation_marks_a_verbatim_sentence_of_the_cited_abstract(seed_engine):
     for question in ["How does gradient clipping affect SGD in high dimensions?",
                      "Which papers make large language models cheaper to train or run?",

@@ -46,6 +46,7 @@ def test_a_paper_is_found_by_id_title_or_a_unique_part_of_its_title(seed_engine)
     assert find_paper(papers, SAE_ID).paper_id == SAE_ID
     assert find_paper(papers, "  efficient dictionary learning with switch SPARSE autoencoders. ").paper_id == SAE_ID
     assert find_paper(papers, "Switch Sparse Autoencoders").paper_id == SAE_ID
+    assert find_paper(papers, f"https://openreview.net/forum?id={SAE_ID}").paper_id == SAE_ID  # a card's link
     assert find_paper(papers, "Efficient Dictionary Learning with Swich Sparse Autoencoders").paper_id == SAE_ID
     with pytest.raises(PaperNotFound, match=r"no paper has the id or title 'zebra quokka'.*more words of its title"):
         find_paper(papers, "zebra quokka")

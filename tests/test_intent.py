@@ -154,6 +154,10 @@ def test_a_count_with_a_decision_no_paper_on_the_topic_has_says_none_then_lists_
     assert search_line(answer.to_dict()).startswith(
         "Searched: only Accept &#40;Oral&#41;, then any decision (none matched)")
     assert describe_filters(answer.filters) == "Accept (Oral) (no paper matched: answered with any decision)"
+    # The bar is the whole collection's: spotlights near "sparse autoencoders" (activation sparsity, Time-MoE's
+    # sparse experts) are not on it, so none is named and the Switch SAE poster is.
+    spotlights = engine.ask("How many spotlights are about sparse autoencoders?")
+    assert spotlights.filters["widened"] == ["decisions"] and [c.title for c in spotlights.citations] == [SAE_TITLE]
     # When orals do match, the filter stands; a topic the collection lacks is still refused.
     kept = engine.ask("How many orals are about time series?")
     assert "widened" not in kept.filters and all(c.decision == "Accept (Oral)" for c in kept.citations)

@@ -57,7 +57,10 @@ sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
 # as the character itself and never as markup. So `[x](http://...)`, `![x](...)`, `<img onerror>`, `**bold**`,
 # bare `https://...` / `www.` / `a@b.c` autolinks in an abstract or an answer are shown as typed, not made live.
 # The app's own markup (links from [n] to the source cards, italics for notices) is added after escaping.
-_INERT = str.maketrans({c: f"&#{ord(c)};" for c in "&<>\"'`[](){}!*_~|#\\:@+-=^"})
+# Bidi embeddings, overrides and isolates are dropped: a title with U+202E would reverse the app's own words after
+# it; right-to-left letters still show right to left without them.
+_BIDI: dict[int, str | None] = {c: None for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+_INERT = str.maketrans({c: f"&#{ord(c)};" for c in "&<>\"'`[](){}!*_~|#\\:@+-=^"}) | _BIDI
 _WWW = re.compile(r"(?i)\bwww\.")
 _CITED = re.compile(r"&#91;(\d+(?:, \d+)*)&#93;")
 
@@ -82,7 +85,7 @@ def highlight(text: str, question: str) -> str:
             out.append(f"<mark>{html.escape(piece)}</mark>")
         else:
             out.append(html.escape(piece))
-    return "".join(out)
+    return "".join(out).translate(_BIDI)
 
 
 def _badge(decision: str, cls: str = "badge") -> str:
