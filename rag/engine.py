@@ -40,6 +40,8 @@ MAX_QUESTION_CHARS = 2_000
 MAX_K = MAX_LISTED  # papers one question can ask for (a count checks this many)
 MAX_HISTORY_TURNS = 100
 MAX_AUTHOR_CHARS = 200
+NAME_THE_PAPER = ("Which paper? Give its title, a distinctive part of it (such as CatVTON) or its OpenReview id, "
+                  "e.g. “Which papers are related to CatVTON?”.")
 MAX_FOCUS = 10  # papers of the previous answer a follow-up can be about
 DECISIONS = ("Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)")
 # Control characters, and lone surrogates (a client can send "\ud800" in JSON; nothing downstream can encode it).
@@ -391,6 +393,11 @@ class Engine:
         digit such as CatVTON or Time-MoE, or half its title): X and its nearest papers. Otherwise [] and the
         question is searched as a list ("papers related to diffusion models" is a topic, not a paper)."""
         papers = self.retriever.state.papers
+        if not name or _ANAPHORA.fullmatch(name):  # "related to ?", or "to it" with no answer before it
+            answer = Answer(question=question, answer=NAME_THE_PAPER, mode="extractive", abstained=True,
+                            citations=[], sources=[], notices=notices, answer_type="related",
+                            timings={"total_ms": _ms(started, time.perf_counter())})
+            return [Delta(answer.answer), answer]
         try:
             paper = find_paper(papers, name)
         except PaperNotFound:

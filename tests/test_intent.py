@@ -179,6 +179,10 @@ def test_which_papers_are_related_to_a_named_paper_lists_its_nearest_papers(embe
                {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids[:1]}]
     it = engine.ask("Which papers are related to it?", history=history)
     assert it.answer_type == "related" and it.citations[0].paper_id == first.cited_ids[0]
+    # No paper named, and no answer before "it": the user is asked which paper, nothing is listed.
+    for unnamed in ("Which papers are related to ?", "What else is like it?"):
+        asked = engine.ask(unnamed)
+        assert asked.abstained and asked.answer.startswith("Which paper? Give its title") and not asked.sources
     # A topic, not a paper: searched as a list.
     topic = engine.ask("Which papers are related to diffusion models?")
     assert topic.answer_type == "list" and topic.retrieval_query == "diffusion models" and "CatVTON" in topic.answer
