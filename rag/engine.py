@@ -328,14 +328,9 @@ class Engine:
         decisions = check_decisions(decision, set(retriever.state.decisions.tolist()) - {""})
         plan = self._plan(question, history, llm, decisions, author, question_filters)
         intent, search, focus, filters = plan.intent, plan.search, plan.focus, plan.filters
-        if intent.type == "topics":  # "which topics have the most orals?": from the topic clusters (rag.topicmap)
-            yield from self._topics(question, intent.decisions, notices, started)
+        if answered := self._without_search(question, intent, focus, k, notices, started):
+            yield from answered
             return
-        if intent.type == "related":  # "which papers are related to X?": X's nearest papers (rag.explore)
-            yield from (found := self._related(question, focus[0] if focus else intent.query, k, notices, started))
-            if found:
-                return
-            intent.type = "list"  # X is a topic ("papers related to diffusion models"): searched as a list
         k = len(focus) if focus else k or self.settings.k
         if intent.type == "count" or not intent.has_topic:  # a count, or "papers by X": as many as can be shown
             k = max(k, min(MAX_K, self.settings.candidates))
@@ -386,6 +381,20 @@ class Engine:
         filters["widened"] = ["decisions"]
         kinds = " or ".join(d.removeprefix("Accept (").rstrip(")").lower() for d in params.decisions)
         return wider, f"No {kinds} paper in the list matches this question. With any decision:"
+
+    def _without_search(self, question: str, intent: Intent, focus: list[str], k: int | None, notices: list[str],
+                        started: float) -> list[Delta | Answer]:
+        """The answer to a question the collection's structure answers, not a search: which topics have the most
+        orals (the topic clusters, `rag.topicmap`), which papers are related to X (X's nearest papers,
+        `rag.explore`). [] for any other question, and for "related to X" when X is a topic, not a paper
+        ("papers related to diffusion models"), which is then searched as a list."""
+        if intent.type == "topics":
+            return list(self._topics(question, intent.decisions, notices, started))
+        if intent.type == "related":
+            found = self._related(question, focus[0] if focus else intent.query, k, notices, started)
+            intent.type = intent.type if found else "list"
+            return found
+        return []
 
     def _related(self, question: str, name: str, k: int | None, notices: list[str], started: float
                  ) -> list[Delta | Answer]:
