@@ -236,6 +236,22 @@ def listing(name: str, values) -> str:
     return "\n".join(lines + [line]) + "\n"
 
 
+def held_out_of_generation() -> tuple[set[str], set[str]]:
+    """What generation must not touch: the papers the question sets ask about (gold, `about`) and the longer words
+    of their unanswerable questions."""
+    excluded: set[str] = set()
+    test_terms: set[str] = set()
+    for path in sorted((ROOT / "eval" / "questions").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                q = json.loads(line)
+                excluded.update(q.get("gold", []))
+                excluded.update([q["about"]] if q.get("about") else [])
+                if q.get("kind") == "none":
+                    test_terms.update(w.lower() for w in words_of(q["question"]) if len(w) > 4)
+    return excluded, test_terms
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=ROOT / "rag" / "data" / "iclr2025.jsonl")
@@ -246,15 +262,7 @@ def main() -> int:
                              "change then skips retrieval (valid only for the same index and retrieval code)")
     args = parser.parse_args()
     papers = [json.loads(x) for x in args.corpus.read_text(encoding="utf-8").splitlines() if x.strip()]
-    excluded, test_terms = set(), set()
-    for path in sorted((ROOT / "eval" / "questions").glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                q = json.loads(line)
-                excluded.update(q.get("gold", []))
-                excluded.update([q["about"]] if q.get("about") else [])
-                if q.get("kind") == "none":
-                    test_terms.update(w.lower() for w in words_of(q["question"]) if len(w) > 4)
+    excluded, test_terms = held_out_of_generation()
     rng = random.Random(SEED)
     items, topics = generate(papers, excluded, test_terms, rng)
     engine = Engine(Settings.load(data_dir=args.data_dir or ROOT / ".rag-eval" / args.corpus.stem))

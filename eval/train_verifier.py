@@ -105,15 +105,7 @@ def make_pairs(final: bool) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     if not final:
         papers = [json.loads(x) for x in corpus.read_text(encoding="utf-8").splitlines() if x.strip()]
-        excluded, test_terms = set(), set()  # exactly as eval/train_abstain.py main()
-        for path in sorted((ROOT / "eval" / "questions").glob("*.jsonl")):
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.strip():
-                    q = json.loads(line)
-                    excluded.update(q.get("gold", []))
-                    excluded.update([q["about"]] if q.get("about") else [])
-                    if q.get("kind") == "none":
-                        test_terms.update(w.lower() for w in ta.words_of(q["question"]) if len(w) > 4)
+        excluded, test_terms = ta.held_out_of_generation()  # exactly as eval/train_abstain.py main()
         items, _ = ta.generate(papers, excluded, test_terms, random.Random(SEED))
         train, val = split(len(items))
         part = np.empty(len(items), dtype=object)
