@@ -32,6 +32,7 @@ from rag.intent import Intent, parse
 from rag.llm import ChatClient, LLMError
 from rag.ingest import read_paths
 from rag.retrieve import HybridRetriever, Retrieval, RetrievalParams
+from rag.text import plain
 from rag.errors import RagError, whole_number
 from rag.explore import PaperNotFound, Related, explorer, find_paper
 from rag.topicmap import TopicMap, answer_topics, topic_map
@@ -411,9 +412,9 @@ class Engine:
             paper = find_paper(papers, name)
         except PaperNotFound:
             return []
-        title = _plain_words(paper.title or paper.label)
+        title = set(plain(paper.title or paper.label).split())
         if not (paper.paper_id == name or re.search(r"[A-Z0-9]", name)
-                or len(_plain_words(name) & title) >= len(title) / 2):
+                or len(set(plain(name).split()) & title) >= len(title) / 2):
             return []
         answer = related_answer(question, self.related(paper.paper_id, k), notices)
         answer.timings = {"total_ms": _ms(started, time.perf_counter())}
@@ -493,10 +494,6 @@ class Engine:
 
     def is_empty(self) -> bool:
         return self.index.count() == 0
-
-
-def _plain_words(text: str) -> set[str]:
-    return set(re.findall(r"\w+", text.casefold()))
 
 
 def _ms(a: float, b: float) -> float:

@@ -26,6 +26,7 @@ import numpy as np
 
 from rag.errors import RagError, whole_number
 from rag.index import StoredPaper
+from rag.text import plain
 
 DEFAULT_K = 5
 MAX_K = 50
@@ -60,10 +61,6 @@ def paper_dict(paper: StoredPaper) -> dict[str, Any]:
     return {"paper_id": paper.paper_id, "title": paper.title or paper.label, "authors": list(paper.authors),
             "decision": paper.decision, "url": paper.url, "venue": paper.venue, "abstract": paper.abstract,
             "has_abstract": paper.has_abstract}
-
-
-def _plain(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.casefold()))
 
 
 def check_k(k: Any) -> int:
@@ -149,10 +146,10 @@ def find_paper(papers: list[StoredPaper], query: Any) -> StoredPaper:
     for paper in papers:
         if paper.paper_id == text:
             return paper
-    wanted = _plain(text)
+    wanted = plain(text)
     if not wanted:
         raise PaperNotFound(f"no paper has the id or title {text[:80]!r}: give a paper id or words of its title.")
-    titles = [_plain(p.title or p.label) for p in papers]
+    titles = [plain(p.title or p.label) for p in papers]
     exact = [p for p, t in zip(papers, titles) if t == wanted]
     if len(exact) == 1:
         return exact[0]

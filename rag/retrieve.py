@@ -32,7 +32,7 @@ import numpy as np
 
 from rag.config import Settings
 from rag.index import PaperIndex, Sentences, StoredPaper
-from rag.text import is_boilerplate, split_sentences, tokenize
+from rag.text import is_boilerplate, plain, split_sentences, tokenize
 from rag.topical import coverage, topic_groups
 
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
@@ -139,11 +139,6 @@ def fuse(rankings: list[tuple[float, dict[str, float]]], rrf_k: int) -> list[tup
             fused[pid] = fused.get(pid, 0.0) + weight / (rrf_k + rank + 1)
     best_possible = sum(weight for weight, _ in rankings) / (rrf_k + 1) or 1.0
     return [(pid, fused[pid] / best_possible) for pid in sorted(fused, key=lambda pid: (-fused[pid], pid))]
-
-
-def _plain(text: str) -> str:
-    """Lower-case words and numbers only, one space apart: how a title typed in a question is compared."""
-    return " ".join(re.findall(r"\w+", text.casefold()))
 
 
 class HybridRetriever:
@@ -254,8 +249,8 @@ class HybridRetriever:
         """A name-like word of the question (not its first word) that the top paper contains and at most
         max(2, 0.5%) of all papers contain: the user asked about something this collection names. Or the paper's
         whole title (of three words or more) written in the question."""
-        title = _plain(paper.title)
-        if title.count(" ") >= 2 and title in _plain(question):
+        title = plain(paper.title)
+        if title.count(" ") >= 2 and title in plain(question):
             return paper.title
         words = [m.group(0) for m in _NAME.finditer(question) if m.start() > 0 or not m.group(0).istitle()]
         limit = max(2, len(state.papers) // 200)

@@ -31,6 +31,11 @@ def tokenize(texts: list[str]) -> list[list[str]]:
     return bm25s.tokenize(texts, stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False)
 
 
+def plain(text: str) -> str:
+    """Lower-case words and numbers only, one space apart: how a title typed by a user is compared with one."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
 def first_sentence(text: str, limit: int = 240) -> str:
     sentence = _SENTENCE_END.split(text.strip(), maxsplit=1)[0]
     return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
