@@ -567,7 +567,8 @@ def test_chinese_text_renders_in_a_cjk_font(page):
 
 
 def test_a_session_picks_another_model_and_only_that_session_uses_it(page, browser, app, llm):
-    assert page.locator("#model").is_visible()
+    # The picker is shown once the page has loaded the endpoint's models: wait for it (a busy machine is slow).
+    page.locator("#model").wait_for(state="visible", timeout=30_000)
     page.locator("#model input").click()
     page.get_by_role("option", name="fake-chat-large").click()
     ask(page, SAE)
