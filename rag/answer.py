@@ -62,7 +62,8 @@ RELATIVE_FLOOR = 0.8  # a quoted sentence scores at least this share of the best
 # of its best. Chosen on the dev sets' single-paper questions (seeds_dev and types_dev explain, 82, over the 2,114
 # papers): answers citing only the gold paper 0.585 -> 0.780, answer facts 0.811 -> 0.854, 607 -> 661 characters
 # (LEAD 0.03: 0.793 / 0.823; 0.08: 0.732 / 0.835; one paper always: 0.805 / 0.744; floor 0.6: facts 0.860 at 680
-# characters; 4 sentences: 0.878 at 769 characters, too long for a short answer).
+# characters; 4 sentences: 0.878 at 769 characters, too long for a short answer). Which of its sentences: its
+# contribution sentence and the two after it when it has one (`rag.explain.passage`), else the best by score.
 LEAD = 0.05
 ONE_PAPER_SENTENCES = 3
 ONE_PAPER_FLOOR = 0.7
@@ -327,8 +328,9 @@ def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], setti
 def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, single_paper: bool = False
             ) -> tuple[str, list[int]]:
     """The best sentences of the top papers (at most MAX_PER_PAPER each, none below RELATIVE_FLOOR of the best),
-    grouped by paper in rank order, in each abstract's own order, the paper's title named once; or those of one
-    paper (see LEAD) when the question names it or it clearly leads."""
+    grouped by paper in rank order, in each abstract's own order, the paper's title named once; or, when one paper
+    answers (the question names it, it clearly leads (LEAD), or only its sentences pass), its contribution
+    sentence and the ones after it (`rag.explain.passage`)."""
     ranked = retrieval.sentences  # the best sentences of the top papers, best first
     if not _ASKS_FOR_CODE.search(retrieval.question):  # "Code is available at ..." answers only a question for it
         ranked = [s for s in ranked if not is_boilerplate(s.text)] or ranked
@@ -354,8 +356,10 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
             continue
         per_paper[sentence.paper_index] = per_paper.get(sentence.paper_index, 0) + 1
         chosen.append(sentence)
-    # each paper's sentences that say what it did (rag.explain)
-    chosen = explain_order.within_papers(retrieval, chosen, quotable)
+    # one paper: its contribution and what follows; several: each one's sentences that say what it did (rag.explain)
+    quoted_papers = {s.paper_index for s in chosen}
+    window = explain_order.passage(retrieval, chosen[0].paper_index, quotable) if len(quoted_papers) == 1 else []
+    chosen = window[:settings.max_answer_sentences] or explain_order.within_papers(retrieval, chosen, quotable)
     paragraphs = []
     for paper_index in dict.fromkeys(s.paper_index for s in chosen):
         mine = sorted((s for s in chosen if s.paper_index == paper_index),

@@ -76,6 +76,19 @@ def test_a_question_naming_a_paper_is_answered_from_it_alone_and_never_with_its_
     assert not is_boilerplate("We introduce CURIE, a benchmark to measure LLMs in scientific problem-solving.")
 
 
+def test_a_how_question_about_one_paper_quotes_its_contribution_and_what_follows_in_order(seed_engine):
+    answer = seed_engine.ask("How does Time-MoE scale forecasting models?")
+    assert answer.answer_type == "explain" and [c.title for c in answer.citations] == [
+        "Time-MoE: Billion-Scale Time Series Foundation Models with Mixture of Experts"]
+    said = [answer.answer.find(part) for part in (
+        "we introduce Time-MoE, a scalable and unified architecture",  # the contribution sentence
+        "By leveraging a sparse mixture-of-experts (MoE) design",  # how: the sentence after it
+        "This allows Time-MoE to scale effectively")]
+    assert -1 not in said and said == sorted(said), answer.answer
+    # The results sentence matches the question's words ("forecasting", "Time-MoE") and says nothing of how.
+    assert "state-of-the-art solution" not in answer.answer
+
+
 def test_the_paper_a_question_names_answers_even_when_another_has_the_best_sentence():
     import numpy as np
 
