@@ -10,7 +10,8 @@ after it (32 more), while the sentences that score best against the question are
 Chosen on types_dev2's 40 explain questions (written for this, 2026-12-01): answer facts 0.487 -> 0.700 at the
 same length (604 -> 629 characters); seeds_dev's 76 single-paper questions 0.855 -> 0.895. The best-scoring
 3-sentence window (0.59-0.63), the contribution sentence plus the best two others (0.55-0.65) and swapping in
-the best sentence when it falls outside the passage (0.66-0.69) all did worse there.
+the best sentence when it falls outside the passage (0.66-0.69) all did worse there; a 4-sentence passage
+states more (0.775) at 778 characters, half an abstract, and 2 sentences fewer (0.600 at 474).
 
 Otherwise (several papers, or a paper with no contribution sentence), sentences are scored against the question
 by `rag.retrieve` (cosine + a term bonus), and once `rag.answer.explain` has chosen how many to quote from which
