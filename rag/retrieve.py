@@ -33,7 +33,7 @@ import numpy as np
 from rag.config import Settings
 from rag.index import PaperIndex, Sentences, StoredPaper
 from rag.text import is_boilerplate, plain, split_sentences, tokenize
-from rag.topical import coverage, focus, topic_groups
+from rag.topical import coverage, topic_groups
 
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 BOILERPLATE_PENALTY = 0.3  # "Code is available at https://..." (`rag.text.is_boilerplate`) answers no question
@@ -55,7 +55,6 @@ class Hit:
     snippet: str = ""
     snippet_score: float = 0.0  # the snippet's score (cosine + term bonus): the relevance bar of list answers
     topical: float = 1.0  # share of the question's topic (IDF-weighted, rag.topical) its title + abstract contain
-    focus: float = 1.0  # the same, counting only words in its title or used twice (`rag.topical.focus`)
 
 
 @dataclass
@@ -89,8 +88,6 @@ class _Corpus:
     df: Counter  # in how many papers each lower-cased word (hyphens kept) occurs
     stem_df: Counter = field(default_factory=Counter)  # the same for BM25's stemmed terms
     terms: list[frozenset[str]] = field(default_factory=list)  # each paper's stemmed terms (rag.topical)
-    counts: list[Counter] = field(default_factory=list)  # ... how often each occurs in its title + abstract
-    title_terms: list[frozenset[str]] = field(default_factory=list)  # ... and its title's
 
 
 @dataclass(frozen=True)
@@ -166,9 +163,7 @@ class HybridRetriever:
         df = Counter(w for p in papers for w in set(_WORD.findall(p.search_text.casefold())))
         self.state = _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
                              np.array([p.decision for p in papers], dtype=object), bm25, df,
-                             Counter(t for doc in tokens for t in set(doc)), [frozenset(doc) for doc in tokens],
-                             [Counter(doc) for doc in tokens],
-                             [frozenset(doc) for doc in tokenize([p.title for p in papers])] if papers else [])
+                             Counter(t for doc in tokens for t in set(doc)), [frozenset(doc) for doc in tokens])
 
     def retrieve(self, question: str, params: RetrievalParams = RetrievalParams()) -> Retrieval:
         """The top `params.k` papers for a question, within the filters of `params`."""
@@ -247,8 +242,6 @@ class HybridRetriever:
             position = state.position.get(hit.paper.paper_id)
             if position is not None and position < len(state.terms):
                 hit.topical = coverage(groups, state.terms[position], state.stem_df, len(state.papers))
-                hit.focus = focus(groups, state.title_terms[position], state.counts[position], state.stem_df,
-                                  len(state.papers))
         if answering:
             retrieval.named_match = self._named_match(retrieval.question, hits[answering[0]].paper, state)
 

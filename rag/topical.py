@@ -12,13 +12,6 @@ title and abstract contain:
 - alternatives count once: "attack or build watermarks" needs "attack" or "build" (the rarer one's weight);
 - a word of the question that no paper contains has weight 0 (it cannot tell papers apart).
 
-And `focus`: the same share counting only the topic words a paper names in its title or uses more than once.
-Why: the papers a count or list still named wrongly mention the topic in passing ("... unlike methods that close
-the modality gap"), while a paper about it names it in its title or comes back to it. On types_dev2's 20 counts,
-lists and filters (every paper on each topic read, eval/README.md), requiring 0.4 of the best paper's focus with
-a topic bar of 0.6 took citations on gold from 0.62 to 0.79 while the share of gold named went 0.855 -> 0.803;
-on types_dev's (judged) 0.68 -> 0.73 and 0.87 -> 0.82 (`rag.answer.FOCUS_BAR`).
-
 Plain arithmetic over the term statistics the retriever already keeps, so it costs microseconds per paper.
 """
 
@@ -26,7 +19,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Iterable, Mapping
 
 from rag.text import tokenize
@@ -34,9 +26,7 @@ from rag.text import tokenize
 #: Words that frame a question about papers rather than name its topic (as BM25 stems them).
 SCAFFOLD = frozenset(t for words in tokenize([
     "paper papers work works study studies research article articles publication how many number list which "
-    "what use uses using about exist existing any iclr 2025 propose proposes approach approaches "
-    "address addresses tackle tackles deal deals focus focuses investigate investigates explore explores examine "
-    "examines"]) for t in words)
+    "what use uses using about exist existing any iclr 2025 propose proposes approach approaches"]) for t in words)
 _WORD = re.compile(r"[\w-]+")
 
 
@@ -75,18 +65,5 @@ def coverage(groups: list[frozenset[str]], paper_terms: Iterable[str] | set[str]
         weight = max(idf(df.get(t, 0), corpus_size) for t in group)
         total += weight
         if terms & group:
-            found += weight
-    return found / total if total > 0 else 1.0
-
-
-def focus(groups: list[frozenset[str]], title_terms: frozenset[str] | set[str], counts: Counter,
-          df: Mapping[str, int], corpus_size: int) -> float:
-    """Like `coverage`, but a topic group counts only when the paper's title holds it or its title + abstract
-    (`counts`: term -> occurrences) use it at least twice: what a paper is about, not what it mentions."""
-    total = found = 0.0
-    for group in groups:
-        weight = max(idf(df.get(t, 0), corpus_size) for t in group)
-        total += weight
-        if title_terms & group or sum(counts.get(t, 0) for t in group) >= 2:
             found += weight
     return found / total if total > 0 else 1.0

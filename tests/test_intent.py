@@ -113,13 +113,11 @@ def test_lists_and_counts_state_their_bar_and_name_each_paper_once(embedded_seed
     assert count.answer_type == "count" and not count.abstained and len(count.sources) > 5
     head, *lines = count.answer.split("\n")
     assert head.startswith(f"{len(lines)} papers in the list match this question (each has a sentence scoring at "
-                           f"least {engine.settings.abstain_threshold:.2f} against the question, 60% of the key "
-                           "terms the best match has, and 40% of them in its title or used twice; checked: the ")
+                           f"least {engine.settings.abstain_threshold:.2f} against the question and 50% of the key "
+                           "terms the best match has; checked: the ")
     assert all(line.startswith("• ") for line in lines) and [c.n for c in count.citations] == \
         [int(line.rsplit("[", 1)[1].rstrip("]")) for line in lines]
     assert any("CatVTON" in line for line in lines)
-    # Neural Phylogeny names diffusion models once, among the models it was tried on: it mentions, it is not about.
-    assert not any("Neural Phylogeny" in line for line in lines)
     listed = engine.ask("Which papers use diffusion models?")
     assert listed.answer_type == "list" and len(listed.citations) >= 2
     for c in listed.citations:
@@ -243,20 +241,3 @@ def test_a_comparison_of_two_papers_the_collection_has_is_answered_even_if_the_g
                      "How do AERCA and the Brackenridge time series model differ?"):
         refused = engine.ask(question)
         assert refused.answer_type == "compare" and refused.abstained, question
-
-
-def test_focus_counts_a_topic_word_only_in_the_title_or_used_twice():
-    from collections import Counter
-
-    from rag.topical import focus, topic_groups
-
-    groups = topic_groups("How many papers study the modality gap?")  # "study", "how many", "papers" frame it
-    assert groups == [frozenset({"modal"}), frozenset({"gap"})]
-    df = {"modal": 40, "gap": 60}
-    passing = Counter({"modal": 1, "gap": 1, "clip": 3})  # "... unlike methods closing the modality gap ..."
-    about = Counter({"modal": 3, "gap": 2, "clip": 3})
-    assert focus(groups, frozenset(), passing, df, 2000) == 0.0
-    assert focus(groups, frozenset(), about, df, 2000) == 1.0
-    assert focus(groups, frozenset({"modal", "gap"}), passing, df, 2000) == 1.0  # named in the title
-    only_gap = focus(groups, frozenset(), Counter({"gap": 2, "modal": 1}), df, 2000)
-    assert 0 < only_gap < 0.5  # "gap" is the commoner word: it weighs less
