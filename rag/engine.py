@@ -329,7 +329,7 @@ class Engine:
         decisions = check_decisions(decision, set(retriever.state.decisions.tolist()) - {""})
         plan = self._plan(question, history, llm, decisions, author, question_filters)
         intent, search, focus, filters = plan.intent, plan.search, plan.focus, plan.filters
-        if answered := self._without_search(question, intent, focus, k, notices, started):
+        if answered := self._without_search(question, intent, focus, k, filters, notices, started):
             yield from answered
             return
         k = len(focus) if focus else k or self.settings.k
@@ -383,8 +383,8 @@ class Engine:
         kinds = " or ".join(d.removeprefix("Accept (").rstrip(")").lower() for d in params.decisions)
         return wider, f"No {kinds} paper in the list matches this question. With any decision:"
 
-    def _without_search(self, question: str, intent: Intent, focus: list[str], k: int | None, notices: list[str],
-                        started: float) -> list[Delta | Answer]:
+    def _without_search(self, question: str, intent: Intent, focus: list[str], k: int | None,
+                        filters: dict[str, Any], notices: list[str], started: float) -> list[Delta | Answer]:
         """The answer to a question the collection's structure answers, not a search: which topics have the most
         orals (the topic clusters, `rag.topicmap`), which papers are related to X (X's nearest papers,
         `rag.explore`). [] for any other question, and for "related to X" when X is a topic, not a paper
@@ -392,13 +392,13 @@ class Engine:
         if intent.type == "topics":
             return list(self._topics(question, intent.decisions, notices, started))
         if intent.type == "related":
-            found = self._related(question, focus[0] if focus else intent.query, k, notices, started)
+            found = self._related(question, focus[0] if focus else intent.query, k, filters, notices, started)
             intent.type = intent.type if found else "list"
             return found
         return []
 
-    def _related(self, question: str, name: str, k: int | None, notices: list[str], started: float
-                 ) -> list[Delta | Answer]:
+    def _related(self, question: str, name: str, k: int | None, filters: dict[str, Any], notices: list[str],
+                 started: float) -> list[Delta | Answer]:
         """ "Which papers are related to X?" when X names one paper (its id, a name written with a capital or a
         digit such as CatVTON or Time-MoE, or half its title): X and its nearest papers. Otherwise [] and the
         question is searched as a list ("papers related to diffusion models" is a topic, not a paper)."""
@@ -416,7 +416,7 @@ class Engine:
         if not (paper.paper_id == name or re.search(r"[A-Z0-9]", name)
                 or len(set(plain(name).split()) & title) >= len(title) / 2):
             return []
-        answer = related_answer(question, self.related(paper.paper_id, k), notices)
+        answer = related_answer(question, self.related(paper.paper_id, k, filters["decisions"]), notices, filters)
         answer.timings = {"total_ms": _ms(started, time.perf_counter())}
         return [Delta(answer.answer), answer]
 
@@ -483,9 +483,10 @@ class Engine:
             "sources": dict(Counter(Path(p.source).name for p in papers).most_common()),
         }
 
-    def related(self, paper: str, k: int | None = None) -> Related:
-        """The `k` papers nearest a paper (its id or title) by whole-paper vector (`rag.explore`)."""
-        return explorer(self.retriever).related(paper, k)
+    def related(self, paper: str, k: int | None = None, decisions: Sequence[str] = ()) -> Related:
+        """The `k` papers nearest a paper (its id or title) by whole-paper vector (`rag.explore`), only those
+        with one of `decisions` when given."""
+        return explorer(self.retriever).related(paper, k, decisions)
 
     def topics(self) -> TopicMap:
         """The map of the collection and its topic clusters (`rag.topicmap`), built once per index content; while

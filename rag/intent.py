@@ -135,10 +135,13 @@ class Intent:
 
 # "Which papers are related to X?", "papers similar to X", "what else is like X?": X's nearest papers. X is what
 # follows, quotes and "the paper" around it dropped; the engine searches the words instead when X names no paper.
+# "Which orals are related to X?" keeps X's nearest orals (the decision words become the filter).
+_KIND = r"(?:oral|spotlight|poster)s?"
+_SUBJECT = rf"(?:{_KIND}(?:\s+{_PAPER})?|{_PAPER})"
 _RELATED = re.compile(
-    rf"^(?:(?:which|what)\s+(?:other\s+)?{_PAPER}\s+(?:are\s+|is\s+)?(?:most\s+)?(?:related|similar|closest|close)\s+"
-    rf"to|(?:find|show|list|give)\s+(?:me\s+)?(?:other\s+)?{_PAPER}\s+(?:related|similar)\s+to|(?:other\s+)?{_PAPER}\s+"
-    rf"(?:related|similar)\s+to|what\s+else\s+is\s+(?:like|similar\s+to))\s+(?P<paper>.+)", re.I)
+    rf"^(?:(?:which|what)\s+(?:other\s+)?{_SUBJECT}\s+(?:are\s+|is\s+)?(?:most\s+)?(?:related|similar|closest|close)\s+"
+    rf"to|(?:find|show|list|give)\s+(?:me\s+)?(?:other\s+)?{_SUBJECT}\s+(?:related|similar)\s+to|(?:other\s+)?"
+    rf"{_SUBJECT}\s+(?:related|similar)\s+to|what\s+else\s+is\s+(?:like|similar\s+to))\s+(?P<paper>.+)", re.I)
 _QUOTES = "\"'“”‘’«»「」"
 
 
@@ -151,6 +154,8 @@ def parse(question: str, known_author: Callable[[str], bool] = lambda name: Fals
         paper = related.group("paper").strip().rstrip("?.!").strip()
         paper = re.sub(rf"^(?:the\s+)?(?:{_PAPER}\s+)?(?:(?:called|titled|named|on|about)\s+)?", "", paper, flags=re.I)
         intent.type, intent.query = "related", paper.strip(_QUOTES + " ")
+        kinds = re.findall(r"\b(oral|spotlight|poster)s?\b", text[:related.start("paper")], re.I)
+        intent.decisions = list(dict.fromkeys(_DECISION_WORDS[k.lower()] for k in kinds))
         return intent
 
     published = _PUBLISHED.search(text)

@@ -37,6 +37,8 @@ def known(name):
     ('Find papers similar to the paper titled "Strong Model Collapse".', "related", "Strong Model Collapse", [],
      None, ""),
     ("what else is like the paper on Time-MoE?", "related", "Time-MoE", [], None, ""),
+    ("Which orals are related to CatVTON?", "related", "CatVTON", ["Accept (Oral)"], None, ""),
+    ("Which spotlight papers are similar to it?", "related", "it", ["Accept (Spotlight)"], None, ""),
     ("How do MLE-bench and Cybench differ?", "compare", "How do MLE-bench and Cybench differ?", [], None, ""),
     ("What does STEEL prove?", "explain", "What does STEEL prove?", [], None, ""),
     # Not filters: a topic that contains a decision word, and "by" before words that are not an author's name.
@@ -186,6 +188,27 @@ def test_which_papers_are_related_to_a_named_paper_lists_its_nearest_papers(embe
     # A topic, not a paper: searched as a list.
     topic = engine.ask("Which papers are related to diffusion models?")
     assert topic.answer_type == "list" and topic.retrieval_query == "diffusion models" and "CatVTON" in topic.answer
+
+
+def test_which_orals_are_related_to_a_paper_keeps_its_nearest_orals(embedded_seed_engine):
+    engine = embedded_seed_engine
+    orals = {p.paper_id for p in engine.retriever.state.papers if p.decision == "Accept (Oral)"}
+    nearest = [n.paper.paper_id for n in engine.related("CatVTON", 50).related]
+    answer = engine.ask("Which orals are related to CatVTON?")
+    assert answer.answer_type == "related" and answer.citations[0].title.startswith("CatVTON")
+    assert [c.paper_id for c in answer.citations[1:]] == [p for p in nearest if p in orals][:5]
+    assert answer.answer.startswith("The oral papers nearest to “CatVTON")
+    assert answer.filters == {"decisions": ["Accept (Oral)"], "author": None, "from_question": ["decisions"]}
+    # ... and of the paper a previous answer was about; the chip's removal (the filter left out) lists any decision.
+    first = engine.ask("What is Time-MoE?")
+    history = [{"role": "user", "content": first.question},
+               {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids[:1]}]
+    it = engine.ask("Which orals are related to it?", history=history)
+    assert it.citations[0].paper_id == first.cited_ids[0]
+    assert it.citations[1:] and all(c.decision == "Accept (Oral)" for c in it.citations[1:])
+    unfiltered = engine.ask("Which orals are related to it?", history=history, question_filters=("author",))
+    assert [c.paper_id for c in unfiltered.citations[1:]] == [
+        n.paper.paper_id for n in engine.related(first.cited_ids[0]).related]
 
 
 def test_filters_written_in_the_question_are_applied_and_reported(embedded_seed_engine):
