@@ -9,7 +9,7 @@ CORPUS ?= rag/data/iclr2025.jsonl
 # Dev sets first (tuned on), then the held-out ones (never tuned on): eval/README.md
 EVAL_SETS := $(addprefix eval/questions/,seeds_dev.jsonl corpus_dev.jsonl zh_dev.jsonl corpus_heldout.jsonl \
              zh_heldout.jsonl corpus_none.jsonl corpus_none_v2.jsonl corpus_figures.jsonl corpus_heldout_v2.jsonl \
-             corpus_none_v3.jsonl corpus_figures_v2.jsonl types_dev.jsonl types_dev2.jsonl types_heldout.jsonl types_fresh.jsonl \
+             corpus_none_v3.jsonl corpus_figures_v2.jsonl types_dev.jsonl types_dev2.jsonl types_dev3.jsonl types_heldout.jsonl types_fresh.jsonl \
              compare_none.jsonl corpus_answerable_v4.jsonl corpus_figures_v4.jsonl corpus_none_v4.jsonl)
 
 .DEFAULT_GOAL := help
