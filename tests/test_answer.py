@@ -89,6 +89,17 @@ def test_a_how_question_about_one_paper_quotes_its_contribution_and_what_follows
     assert "state-of-the-art solution" not in answer.answer
 
 
+def test_a_question_asking_for_a_figure_or_results_also_gets_the_sentence_that_holds_it(seed_engine):
+    for question in ("How many training samples was CatVTON trained on?", "What results does CatVTON report?"):
+        answer = seed_engine.ask(question)
+        assert [c.title for c in answer.citations] == [
+            "CatVTON: Concatenation Is All You Need for Virtual Try-On with Diffusion Models"]
+        # The contribution and what follows it, then the last sentence of the abstract, which holds the figure.
+        assert "we propose CatVTON" in answer.answer and "public datasets with 73K samples" in answer.answer
+    how = seed_engine.ask("How does CatVTON work?")  # asks neither: the passage alone
+    assert "we propose CatVTON" in how.answer and "73K samples" not in how.answer
+
+
 def test_the_paper_a_question_names_answers_even_when_another_has_the_best_sentence():
     import numpy as np
 
