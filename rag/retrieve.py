@@ -65,6 +65,7 @@ class Retrieval:
     terms: set[str] = field(default_factory=set)  # the question's stemmed terms (BM25's tokenizer)
     sentences: list["ScoredSentence"] = field(default_factory=list)  # of the top papers, best first
     named_match: str = ""  # a rare, name-like term of the question found in the top paper ("Scylla")
+    unknown_names: list[str] = field(default_factory=list)  # name-like words of the question no paper contains
     k: int = 5  # papers asked for: fewer hits means every paper the filters allow was ranked
     term_df: dict[str, int] = field(default_factory=dict)  # in how many papers each of `terms` occurs (rag.abstain)
     corpus_size: int = 0
@@ -182,6 +183,9 @@ class HybridRetriever:
         if self.reranker is not None:
             hits = self.reranker(query, hits[:max(params.k, RERANK_DEPTH)])
         retrieval.hits, retrieval.k = hits[:params.k], params.k
+        retrieval.unknown_names = list(dict.fromkeys(
+            m.group(0) for m in _NAME.finditer(question) if (m.start() > 0 or not m.group(0).istitle())
+            and not state.df.get(m.group(0).casefold())))
         self.annotate(retrieval, state)
         return retrieval
 

@@ -303,3 +303,11 @@ def test_a_title_only_paper_is_found_by_its_authors_and_listed(titles_engine):
     assert [s.paper_id for s in answer.sources] == [JACOBI]
     assert answer.abstained and answer.citations == [] and answer.confidence == 0.0
     assert answer.sources[0].title in answer.answer  # listed among the nearest papers, not quoted
+
+
+def test_an_answer_says_when_no_paper_mentions_a_name_the_question_uses(seed_engine):
+    unknown = seed_engine.ask("How does ZephyrineNet improve virtual try-on with diffusion models?")
+    assert not unknown.abstained and unknown.citations  # answered from the nearest paper (CatVTON) ...
+    assert "No paper in the list mentions “ZephyrineNet”: the answer is from the nearest papers." in unknown.notices
+    known = seed_engine.ask("How does CatVTON improve virtual try-on with diffusion models?")
+    assert not any("No paper in the list mentions" in n for n in known.notices)
