@@ -64,10 +64,21 @@ class QuestionError(RagError, ValueError):
     """The question cannot be asked as given (empty, ...); the message is for the user."""
 
 
+# Markup pasted into a question ("<script>alert(1)</script> Which papers ...?"): an HTML tag, a script or style
+# element with its content. A tag needs its name right after "<", so "p < 0.05 and q > 1" is left alone.
+_MARKUP = re.compile(r"<(script|style)\b[^>]*>.*?(?:</\1\s*>|$)|</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>",
+                     re.IGNORECASE | re.DOTALL)
+
+
 def clean_question(question: str) -> tuple[str, list[str]]:
-    """Strip control characters and outer space; cut overlong input. Returns (question, notices)."""
+    """Strip control characters, markup tags and outer space; cut overlong input. Returns (question, notices).
+    Why the tags: a pasted `<img src=x onerror=...>` was searched as words and turned an answerable question into
+    a refusal (it is never rendered: the page shows questions as text)."""
     notices = []
     text = _CONTROL.sub(" ", question or "").strip()
+    if _MARKUP.search(text):
+        text = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(_MARKUP.sub(" ", text).split()))
+        notices.append("Markup tags in the question were left out of the search.")
     if not text:
         raise QuestionError("The question is empty: type a question about the papers.")
     if len(text) > MAX_QUESTION_CHARS:

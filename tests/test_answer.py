@@ -219,6 +219,20 @@ def test_empty_and_huge_questions(seed_engine):
     assert _is(answer.sources[0], SEED_000[2])
 
 
+def test_markup_pasted_into_a_question_is_left_out_of_the_search(seed_engine):
+    plain = seed_engine.ask("Which papers study watermarking?")
+    for pasted in ("<script>alert(1)</script> Which papers study watermarking?",
+                   "Which papers study <b>watermarking</b>? <img src=x onerror=alert(1)>"):
+        answer = seed_engine.ask(pasted)
+        assert answer.question == "Which papers study watermarking?" and not answer.abstained
+        assert answer.cited_ids == plain.cited_ids
+        assert "Markup tags in the question were left out of the search." in answer.notices
+    with pytest.raises(QuestionError, match="empty"):
+        seed_engine.ask("<script>alert(1)</script>")
+    inequality = seed_engine.ask("Is p < 0.05 and q > 1 a good threshold?")  # not a tag: kept as written
+    assert inequality.question == "Is p < 0.05 and q > 1 a good threshold?" and not inequality.notices
+
+
 def test_k_and_the_decision_filter(tmp_path):
     engine = Engine(Settings.load(data_dir=tmp_path / "index", k=3))
     engine.ingest([DATA / "papers_small.jsonl"])
