@@ -197,7 +197,9 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
                                                'Spotlight / Poster.')
 @click.option("--author", default=None, help="Only papers with an author whose name contains this.")
 @click.option("--history", type=click.File("r"), default=None,
-              help='Earlier turns: a JSON list of {"role": "user"|"assistant", "content": ...}.')
+              help='Earlier turns: a JSON list of {"role": "user"|"assistant", "content": ...}; an assistant '
+                   'turn may add "paper_ids" (the previous answer\'s cited ids, `--json`\'s "citations") so that '
+                   '"it" / "they" mean its papers (else the paper titles its content names).')
 @click.option("--batch", type=click.File("r"), default=None,
               help='Answer many questions, loading everything once: one {"question": ..., "history": [...]} '
                    "per line in, one JSON answer per line out (needs --json).")

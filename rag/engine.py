@@ -27,7 +27,7 @@ from rag.catalog import enrich
 from rag.compose import compose
 from rag.config import Settings
 from rag.embeddings import Embedder, make_embedder
-from rag.index import IngestStats, PaperIndex, open_client
+from rag.index import IngestStats, PaperIndex, StoredPaper, open_client
 from rag.intent import Intent, parse
 from rag.llm import ChatClient, LLMError
 from rag.ingest import read_paths
@@ -162,13 +162,20 @@ def standalone_question(question: str, history: list[dict[str, Any]] | None) -> 
     return question
 
 
-def previous_papers(question: str, history: list[dict[str, Any]] | None) -> list[str]:
+def previous_papers(question: str, history: list[dict[str, Any]] | None,
+                    papers: Sequence[StoredPaper] = ()) -> list[str]:
     """The papers a follow-up is about: those the previous answer cited (its turn's `paper_ids`), when the
-    question refers to them ("Who wrote it?", "What data did they use?"); else none."""
+    question refers to them ("Who wrote it?", "What data did they use?"); else none. A turn without `paper_ids`
+    (history written by hand, or by another client) cites the `papers` whose whole title (three words or more)
+    its text names, in the order it names them: every extractive answer names its papers' titles."""
     if not history or not _ANAPHORA.search(question):
         return []
     last = next((t for t in reversed(history) if t.get("role") == "assistant"), None)
     ids = list((last or {}).get("paper_ids") or [])
+    if last and not ids and papers:
+        text = str(last.get("content") or "")
+        named = [(text.find(p.title), p.paper_id) for p in papers if p.title.count(" ") >= 2 and p.title in text]
+        ids = [pid for _, pid in sorted(named)]
     # "it", "they" (the authors, most often), "the paper": the paper the previous answer was first about;
     # "these papers", "each of them", "both": all it cited.
     return ids[:MAX_FOCUS] if _PLURAL.search(question) else ids[:1]
@@ -467,7 +474,7 @@ class Engine:
         refers to the previous answer's papers is answered from them; otherwise the LLM, when there is one,
         rewrites a follow-up into a standalone question."""
         turns = [t for t in history or [] if t.get("role") in ("user", "assistant") and t.get("content")]
-        focus = previous_papers(question, turns)
+        focus = previous_papers(question, turns, self.retriever.state.papers)
         if focus or llm is None or not turns:
             return (question if focus else standalone_question(question, turns)), focus, ""
         transcript = "\n".join(f"{t['role']}: {' '.join(str(t['content']).split())[:1000]}" for t in turns[-6:])

@@ -93,6 +93,17 @@ def test_follow_ups_lean_on_the_previous_turn_only_when_they_refer_to_it():
         "Which paper introduces Switch sparse autoencoders? And for vision transformers?"
 
 
+def test_a_turn_without_paper_ids_refers_to_the_papers_whose_titles_it_names(seed_engine):
+    papers = seed_engine.retriever.state.papers
+    first = seed_engine.ask("How does Time-MoE scale forecasting models?")
+    by_hand = [{"role": "user", "content": first.question}, {"role": "assistant", "content": first.answer}]
+    assert previous_papers("Who wrote it?", by_hand, papers) == first.cited_ids[:1]
+    it = seed_engine.ask("Which papers are related to it?", history=by_hand)
+    assert it.answer_type == "related" and it.citations[0].paper_id == first.cited_ids[0]
+    # A turn that names no title still refers to nothing.
+    assert previous_papers("Who wrote it?", [{"role": "assistant", "content": "Not covered."}], papers) == []
+
+
 SAE_TITLE = "Efficient Dictionary Learning with Switch Sparse Autoencoders"
 
 
