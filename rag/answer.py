@@ -198,7 +198,7 @@ def abstention_text(sources: list[Source]) -> str:
 
 def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",
                asked_decision: str = "", whole_list: bool = False, single_paper: bool = False,
-               compared: list[int] | None = None) -> tuple[str, list[int]]:
+               compared: list[int] | None = None, follow_up: bool = False) -> tuple[str, list[int]]:
     """The answer the records and abstracts give, by question type (`rag.intent`). Returns (text, cited numbers).
 
     - authors / decision / link: from the record of the top paper (the one the question names);
@@ -219,7 +219,7 @@ def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], 
             return listed
         # The collection covers the question (the gate let it through) but no single paper passes the bar on its
         # own: quote the best sentences rather than refuse.
-    return explain(retrieval, sources, settings, single_paper)
+    return explain(retrieval, sources, settings, single_paper, follow_up)
 
 
 RECORD_TYPES = ("authors", "decision", "link")
@@ -332,12 +332,14 @@ def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], setti
     return "\n".join(lines), [s.n for s in passing]
 
 
-def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, single_paper: bool = False
-            ) -> tuple[str, list[int]]:
+def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, single_paper: bool = False,
+            follow_up: bool = False) -> tuple[str, list[int]]:
     """The best sentences of the top papers (at most MAX_PER_PAPER each, none below RELATIVE_FLOOR of the best),
     grouped by paper in rank order, in each abstract's own order, the paper's title named once; or, when one paper
     answers (the question names it, it clearly leads (LEAD), or only its sentences pass), its contribution
-    sentence and the ones after it (`rag.explain.passage`)."""
+    sentence and the ones after it (`rag.explain.passage`), unless the question is a `follow_up` about the
+    previous answer's paper ("What data did they use?"): that asks for something specific, and the passage would
+    restate what the first answer said."""
     ranked = retrieval.sentences  # the best sentences of the top papers, best first
     if not _ASKS_FOR_CODE.search(retrieval.question):  # "Code is available at ..." answers only a question for it
         ranked = [s for s in ranked if not is_boilerplate(s.text)] or ranked
@@ -365,7 +367,8 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
         chosen.append(sentence)
     # one paper: its contribution and what follows; several: each one's sentences that say what it did (rag.explain)
     quoted_papers = {s.paper_index for s in chosen}
-    window = explain_order.passage(retrieval, chosen[0].paper_index, quotable) if len(quoted_papers) == 1 else []
+    window = (explain_order.passage(retrieval, chosen[0].paper_index, quotable)
+              if len(quoted_papers) == 1 and not follow_up else [])
     chosen = window[:settings.max_answer_sentences] or explain_order.within_papers(retrieval, chosen, quotable)
     paragraphs = []
     for paper_index in dict.fromkeys(s.paper_index for s in chosen):

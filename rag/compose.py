@@ -75,7 +75,8 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
             answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
                                   "showing sentences quoted from the abstracts instead.")
         text, cited = extractive(retrieval, settings, answer.sources, answer.answer_type, intent.asked_decision,
-                                 whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides)
+                                 whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
+                                 follow_up=focused)
         by_n = {s.n: s for s in answer.sources}
         answer.abstained = not cited
         answer.answer = text if cited else abstention_text(answer.sources)

@@ -197,15 +197,21 @@ def test_off_topic_questions_abstain_and_list_the_nearest_papers(seed_engine, qu
 
 def test_a_follow_up_is_searched_with_the_previous_question(seed_engine):
     first = "Which paper introduces a billion-scale time series foundation model?"
-    history = [{"role": "user", "content": first}, {"role": "assistant", "content": seed_engine.ask(first).answer}]
+    said = "It scales a time series model to 2.4 billion parameters [1]."  # an LLM's answer: no title in it
+    history = [{"role": "user", "content": first}, {"role": "assistant", "content": said}]
     alone = seed_engine.ask("What data did they pre-train it on?")
     follow = seed_engine.ask("What data did they pre-train it on?", history=history)
-    # Without paper ids in the history (an API caller's plain turns), a pronoun glues the previous question on.
+    # Without paper ids in the history (an API caller's plain turns) and no title in the answer, a pronoun glues
+    # the previous question on.
     assert follow.retrieval_query == "introduces a billion-scale time series foundation model? What data did they " \
         "pre-train it on" and follow.focus == []
     assert _is(follow.sources[0], SEED_003[12])  # Time-MoE
     assert follow.question == "What data did they pre-train it on?"
     assert alone.retrieval_query == ""
+    # An answer naming the paper's title (every extractive answer does): the follow-up is about that paper.
+    history[1]["content"] = seed_engine.ask(first).answer
+    named = seed_engine.ask("What data did they pre-train it on?", history=history)
+    assert named.focus == [named.citations[0].paper_id] and _is(named.citations[0], SEED_003[12])
 
 
 def test_empty_and_huge_questions(seed_engine):
