@@ -1,38 +1,38 @@
 """Explain: which sentences of the top papers answer a what / how / why question, for extractive answers.
 
-One paper (the question names it, or it clearly leads, `rag.answer.leads`): its PASSAGE, the first sentence in
-which the authors state what they propose ("we propose X", "this paper introduces ...", PROPOSE) and the
-sentences that follow it, in the abstract's own order. Why: an abstract sets the scene, states the contribution,
-says how it works, then reports results. The facts a what/how/why question asks for (the method's name, its
-mechanism) sit in the contribution sentence (24 of 68 such facts on eval/questions/types_dev2.jsonl) and the two
-after it (32 more), while the sentences that score best against the question are often the ones restating it
-(the opening) or the results ("Experiments show that X outperforms ..."), which repeat the question's words.
-Chosen on types_dev2's 40 explain questions (written for this, 2026-12-01): answer facts 0.487 -> 0.700 at the
-same length (604 -> 629 characters); seeds_dev's 76 single-paper questions 0.855 -> 0.895. The best-scoring
-3-sentence window (0.59-0.63), the contribution sentence plus the best two others (0.55-0.65) and swapping in
-the best sentence when it falls outside the passage (0.66-0.69) all did worse there; a 4-sentence passage
-states more (0.775) at 778 characters, half an abstract, and 2 sentences fewer (0.600 at 474). A newcomer's
-pass then found that the passage ignores what a question asks for ("How many training samples ...?", "What
-results does X report?" got the same three sentences), so the sentence best matching the question joins it when
-the question asks for a figure or for results (ASKS_RESULTS: "results", "datasets", "how well", ...; the same
-wording also spares results sentences the RESULTS mark-down) or that sentence leads the passage's by BEST_LEAD
-(0.08, by the nudged score of `ranked`) and holds a word of the question the passage lacks (so that "X is a
-state-of-the-art solution" does not join on the strength of the name alone; a question's names are masked
-before looking for figure words, "What is Time-MoE?" asks for no time): 11 figure questions of
-corpus_heldout_v2 0.273 -> 0.636 (0.455 before the passage rule), corpus_answerable_v4 0.637 -> 0.662,
-types_dev2 0.700 -> 0.713 at 629 -> 661 characters (joining every
-time: 747; a lead of 0.1: no gain on the dev sets; the results wording changed no fact on the dev sets, it is
-there for the questions that ask for them).
+**One paper** (the question names it, or it clearly leads, `rag.answer.leads`): its `passage`, the first
+sentence in which the authors state what they propose ("we propose X", "this paper introduces ...", PROPOSE) and
+the two after it, in the abstract's own order. Why: an abstract sets the scene, states the contribution, says how
+it works, then reports results. The facts a what/how/why question asks for (the method's name, its mechanism)
+sit in the contribution sentence (24 of 68 such facts on eval/questions/types_dev2.jsonl) and the two after it
+(32 more), while the sentences scoring best against the question are often those restating it (the opening) or
+the results ("Experiments show that X outperforms ..."), which repeat its words.
 
-Otherwise (several papers, or a paper with no contribution sentence), sentences are scored against the question
-by `rag.retrieve` (cosine + a term bonus), and once `rag.answer.explain` has chosen how many to quote from which
-papers (by that plain score, so the papers an answer quotes and cites do not change), `within_papers` picks each
-paper's sentences by that score with three nudges, in its units:
+The passage says what a paper does, not its numbers, so the sentence that best matches the question joins it
+when the question asks for a figure or for results (`rag.abstain.FIGURE`, ASKS_RESULTS; the question's names
+masked first: "What is Time-MoE?" asks for no time), or when that sentence leads the passage's best by BEST_LEAD
+and holds a word of the question the passage lacks ("X is a state-of-the-art solution" does not join on the
+strength of the name alone).
+
+Measured (answer facts; characters): on types_dev2's 40 explain questions (written for this, 2026-12-01) 0.487
+before, 0.700 with the passage (604 -> 629), 0.713 with the joining sentence (661); seeds_dev's 76 single-paper
+questions 0.855 -> 0.901; corpus_heldout_v2's 11 figure questions 0.455 -> 0.273 with the passage alone, 0.636
+with the joining sentence (the newcomer's "How many training samples was CatVTON trained on?" lost its "73K
+samples" to the passage alone). Did worse on types_dev2: the best-scoring 3-sentence window (0.59-0.63), the
+contribution plus the best two others (0.55-0.65), swapping in the best sentence (0.66-0.69); a 4-sentence passage
+states more (0.775 at 778 characters, half an abstract), 2 sentences less (0.600 at 474); joining the best
+sentence every time 0.713 at 747 characters.
+
+**Otherwise** (several papers, a paper with no contribution sentence, or a follow-up about the previous answer's
+paper, which asks for something specific), sentences are scored against the question by `rag.retrieve` (cosine +
+a term bonus), and once `rag.answer.explain` has chosen how many to quote from which papers (by that plain score,
+so the papers an answer quotes and cites do not change), `within_papers` picks each paper's sentences by that
+score with three nudges, in its units:
 - a sentence in which the authors state their own work ("we", "our", "this paper / work") gains OWN_WORK;
 - the abstract's opening sentence, when it does not, loses OPENING (it sets the scene);
 - a sentence reporting experiments or results ("Extensive experiments demonstrate ...", "We hope ...") that does
-  not also state the contribution loses RESULTS (seeds_dev single-paper facts 0.875 -> 0.895 with the passage
-  rule on; no change on types_dev2).
+  not also state the contribution loses RESULTS, unless the question asks for results (seeds_dev single-paper
+  facts 0.875 -> 0.895 with the passage rule on; no change on types_dev2).
 OWN_WORK and OPENING were chosen on the explain questions of eval/questions/types_dev.jsonl (answer facts 0.17 ->
 0.83 there), then measured once on types_heldout (eval/reports/types-iclr2025.md).
 """
