@@ -624,6 +624,17 @@ def test_a_filter_written_in_the_question_shows_as_a_chip_that_asks_again_withou
     assert page.locator("#chat [data-testid=user]").last.inner_text().strip() == "Oral papers on time series"
 
 
+def test_which_orals_are_related_to_a_paper_shows_the_decision_chip_and_asks_again_without_it(page):
+    ask(page, "Which orals are related to CatVTON?")
+    assert "The oral papers nearest to “CatVTON" in last_answer(page)
+    chip = page.locator("#chip-decisions")
+    assert chip.is_visible() and chip.inner_text().strip() == "× Accept (Oral)"
+    chip.click()
+    page.wait_for_function("document.querySelector('#sources h3').innerText.includes('answer 2')", timeout=60_000)
+    assert not page.locator("#chip-decisions").is_visible()
+    assert "The papers nearest to “CatVTON" in last_answer(page)
+
+
 def test_twenty_sources_come_five_at_a_time_behind_show_more(page):
     slider = page.locator("#k input[type=number]")
     slider.fill("20")
