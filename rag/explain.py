@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 
 from rag.abstain import FIGURE
-from rag.retrieve import Retrieval, ScoredSentence
+from rag.retrieve import Retrieval, ScoredSentence, name_words
 from rag.text import tokenize
 
 OWN_WORK = 0.10  # bonus of a sentence stating the authors' own work
@@ -68,8 +68,9 @@ def passage(retrieval: Retrieval, paper_index: int, candidates: list[ScoredSente
     """The paper's contribution sentence (its first PROPOSE sentence among `candidates`) and the PASSAGE - 1
     sentences after it, in abstract order (ending at the abstract's end, the passage starts earlier); [] when no
     sentence states a contribution. Plus the sentence that best matches the question, when it lies outside and
-    the question asks for a figure ("How many samples ...?", `rag.abstain.FIGURE`) or it leads the passage's
-    best by BEST_LEAD ("What results does X report?"): the passage says what the paper does, not its numbers."""
+    the question asks for a figure or results ("How many samples ...?", "What results does X report?") or it
+    leads the passage's best by BEST_LEAD with a word of the question the passage lacks: the passage says what
+    the paper does, not its numbers."""
     abstract = retrieval.hits[paper_index].paper.abstract
     mine = sorted((s for s in candidates if s.paper_index == paper_index), key=lambda s: abstract.find(s.text))
     first = next((i for i, s in enumerate(mine) if PROPOSE.search(s.text)), None)
@@ -111,7 +112,7 @@ def within_papers(retrieval: Retrieval, chosen: list[ScoredSentence],
 def ranked(retrieval: Retrieval, candidates: list[ScoredSentence] | None = None) -> list[ScoredSentence]:
     """`candidates` (default: `retrieval.sentences`, the top papers' sentences) re-scored as above, best first."""
     out = []
-    asks_results = bool(ASKS_RESULTS.search(retrieval.question))
+    asks_results = bool(ASKS_RESULTS.search(_masked(retrieval.question)))
     for s in retrieval.sentences if candidates is None else candidates:
         own = bool(_OWN.search(s.text))
         opening = retrieval.hits[s.paper_index].paper.abstract.lstrip().startswith(s.text.strip()[:60])
@@ -125,12 +126,11 @@ def ranked(retrieval: Retrieval, candidates: list[ScoredSentence] | None = None)
 def _asks_for_figures(question: str) -> bool:
     """Whether a question asks for a figure or for results, its names masked first: "What is Time-MoE?" names a
     model, it does not ask for a time."""
-    masked = _NAMES.sub(lambda m: m.group(0) if m.start() == 0 else " ", question)
+    masked = _masked(question)
     return bool(FIGURE.search(masked) or ASKS_RESULTS.search(masked))
 
 
-# A name as questions write it: a capital inside or a digit (Time-MoE, CatVTON, GPT-4o), or a hyphenated
-# capitalised word.
-_NAMES = re.compile(r"(?<![\w-])(?:[A-Za-z]*[A-Z][\w]*-[\w-]+|[A-Za-z]+[A-Z][\w-]*|[A-Z][A-Z0-9-]{2,}|"
-                    r"\w*\d[\w-]*)(?![\w-])")
-
+def _masked(question: str) -> str:
+    for name in name_words(question):
+        question = question.replace(name, " ")
+    return question

@@ -184,8 +184,7 @@ class HybridRetriever:
             hits = self.reranker(query, hits[:max(params.k, RERANK_DEPTH)])
         retrieval.hits, retrieval.k = hits[:params.k], params.k
         retrieval.unknown_names = list(dict.fromkeys(
-            m.group(0) for m in _NAME.finditer(question) if (m.start() > 0 or not m.group(0).istitle())
-            and not state.df.get(m.group(0).casefold())))
+            word for word in name_words(question) if not state.df.get(word.casefold())))
         self.annotate(retrieval, state)
         return retrieval
 
@@ -256,7 +255,7 @@ class HybridRetriever:
         title = plain(paper.title)
         if title.count(" ") >= 2 and title in plain(question):
             return paper.title
-        words = [m.group(0) for m in _NAME.finditer(question) if m.start() > 0 or not m.group(0).istitle()]
+        words = name_words(question)
         limit = max(2, len(state.papers) // 200)
         for word in words:
             if state.df.get(word.casefold(), 0) > limit:
@@ -297,3 +296,10 @@ class HybridRetriever:
                 texts = split_sentences(paper.abstract)
                 found[paper.paper_id] = Sentences(texts, self.index.embedder.embed(texts))
         return found
+
+
+def name_words(text: str) -> list[str]:
+    """The name-like words of a question as users type them (CatVTON, Time-MoE, TEAL, Scylla), but not its first
+    word when that is merely capitalised ("What", "Which")."""
+    return [m.group(0) for m in _NAME.finditer(text) if m.start() > 0 or not m.group(0).istitle()]
+
