@@ -154,14 +154,13 @@ def related_answer(question: str, related: Related, notices: list[str], filters:
     """ "Which papers are related to X?": X [1] and its nearest papers by whole-paper vector (`rag.explore`);
     "Which orals are related to X?": its nearest papers with that decision (`filters["decisions"]`)."""
     filters = filters or {"decisions": [], "author": None, "from_question": []}
-    kinds = " or ".join(_decision_kind(d) for d in filters["decisions"])
+    kinds = "".join(f"{k} " for k in [" or ".join(_decision_kind(d) for d in filters["decisions"])] if k)
     sources = [source_of(related.paper, 1)] + [source_of(nb.paper, i, nb.score)
                                                 for i, nb in enumerate(related.related, start=2)]
-    lines = [f"The {kinds + ' ' if kinds else ''}papers nearest to “{sources[0].title}” [1] (by the similarity of "
-             "their whole abstracts):"]
+    lines = [f"The {kinds}papers nearest to “{sources[0].title}” [1] (by the similarity of their whole abstracts):"]
     lines += [f"{BULLET} {s.title} [{s.n}] (similarity {s.score:.2f})" for s in sources[1:]]
     if len(sources) == 1:
-        lines = [f"No {kinds} paper in the list is near “{sources[0].title}” [1]."]
+        lines = [f"No other {kinds}paper in the list is near “{sources[0].title}” [1]."]
     return Answer(question=question, answer="\n".join(lines), mode="extractive", abstained=False,
                   citations=list(sources), sources=sources, confidence=1.0, notices=notices, answer_type="related",
                   filters=filters)
