@@ -154,7 +154,8 @@ def related_answer(question: str, related: Related, notices: list[str], filters:
     """ "Which papers are related to X?": X [1] and its nearest papers by whole-paper vector (`rag.explore`);
     "Which orals are related to X?": its nearest papers with that decision (`filters["decisions"]`)."""
     filters = filters or {"decisions": [], "author": None, "from_question": []}
-    kinds = "".join(f"{k} " for k in [" or ".join(_decision_kind(d) for d in filters["decisions"])] if k)
+    kind = " or ".join(_decision_kind(d) for d in filters["decisions"])  # "oral", "oral or spotlight"
+    kinds = f"{kind} " if kind else ""
     sources = [source_of(related.paper, 1)] + [source_of(nb.paper, i, nb.score)
                                                 for i, nb in enumerate(related.related, start=2)]
     lines = [f"The {kinds}papers nearest to “{sources[0].title}” [1] (by the similarity of their whole abstracts):"]
