@@ -11,6 +11,7 @@ and render what this yields.
 
 from __future__ import annotations
 
+import html
 import re
 import threading
 import time
@@ -64,27 +65,44 @@ class QuestionError(RagError, ValueError):
     """The question cannot be asked as given (empty, ...); the message is for the user."""
 
 
-# Markup pasted into a question ("<script>alert(1)</script> Which papers ...?"): an HTML tag, a script or style
-# element with its content. A tag needs its name right after "<", so "p < 0.05 and q > 1" is left alone.
-_MARKUP = re.compile(r"<(script|style)\b[^>]*>.*?(?:</\1\s*>|$)|</?[A-Za-z][\w:-]*(?:\s[^<>]*)?/?>",
-                     re.IGNORECASE | re.DOTALL)
+# Markup pasted into a question ("<script>alert(1)</script> Which papers ...?"): HTML comments, tags of HTML's own
+# elements (so "List<String>" and "accuracy<baseline and loss>0" are text), a closed script or style element with
+# its content (an unclosed `<script>` loses only its tag), Markdown images and the target of Markdown links.
+# Entities are decoded first (`&lt;script&gt;`). Every repetition is bounded and the question is cut to
+# MAX_QUESTION_CHARS before this runs: an attacker's 4 MB of "<script " took minutes with an unbounded pattern
+# and stalled the server.
+_TAGS = ("a|abbr|audio|b|base|body|br|button|canvas|code|details|div|em|embed|font|form|frame|frameset|h[1-6]|head|"
+         "html|i|iframe|img|input|label|li|link|marquee|math|meta|noscript|object|ol|option|p|picture|pre|s|script|"
+         "select|slot|source|span|strong|style|sub|summary|sup|svg|table|td|template|textarea|th|title|tr|u|ul|"
+         "video")
+_ATTRS = r"""(?:[\s/](?:"[^"]{0,500}"|'[^']{0,500}'|[^'"<>]){0,500})?"""
+_TARGET = r"\((?:[^()]|\([^()]{0,200}\)){0,500}\)"  # a Markdown link's "(url)", one level of parentheses inside
+_MARKUP = re.compile(rf"<!--.{{0,{MAX_QUESTION_CHARS}}}?(?:-->|$)|"
+                     rf"<(script|style)\b{_ATTRS}>.{{0,{MAX_QUESTION_CHARS}}}?</\1\s*>|"
+                     rf"</?(?:{_TAGS}){_ATTRS}/?>|!\[[^\]]{{0,200}}\]{_TARGET}", re.IGNORECASE | re.DOTALL)
+_MARKDOWN_LINK = re.compile(rf"\[([^\]]{{0,200}})\]{_TARGET}")
 
 
 def clean_question(question: str) -> tuple[str, list[str]]:
-    """Strip control characters, markup tags and outer space; cut overlong input. Returns (question, notices).
-    Why the tags: a pasted `<img src=x onerror=...>` was searched as words and turned an answerable question into
-    a refusal (it is never rendered: the page shows questions as text)."""
+    """Strip control characters, markup and outer space; cut overlong input. Returns (question, notices).
+    Why the markup: a pasted `<img src=x onerror=...>` was searched as words and turned an answerable question
+    into a refusal (it is never rendered: the page shows questions as text)."""
     notices = []
     text = _CONTROL.sub(" ", question or "").strip()
-    if _MARKUP.search(text):
-        text = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(_MARKUP.sub(" ", text).split()))
-        notices.append("Markup tags in the question were left out of the search.")
-    if not text:
-        raise QuestionError("The question is empty: type a question about the papers.")
     if len(text) > MAX_QUESTION_CHARS:
         notices.append(f"Your question was {len(text):,} characters long; only the first "
                        f"{MAX_QUESTION_CHARS:,} were used.")
         text = text[:MAX_QUESTION_CHARS]
+    decoded = html.unescape(text) if "&" in text else text
+    stripped = _MARKDOWN_LINK.sub(r"\1", _MARKUP.sub(" ", decoded))
+    if stripped != decoded:
+        text = re.sub(r"\s+([?.!,;:])", r"\1", " ".join(stripped.split()))
+        notices.append("Markup in the question was left out of the search.")
+        if not text:
+            raise QuestionError("The question is empty once its markup is left out: type a question about the "
+                                "papers.")
+    if not text:
+        raise QuestionError("The question is empty: type a question about the papers.")
     return text, notices
 
 

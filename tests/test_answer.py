@@ -228,15 +228,26 @@ def test_empty_and_huge_questions(seed_engine):
 def test_markup_pasted_into_a_question_is_left_out_of_the_search(seed_engine):
     plain = seed_engine.ask("Which papers study watermarking?")
     for pasted in ("<script>alert(1)</script> Which papers study watermarking?",
-                   "Which papers study <b>watermarking</b>? <img src=x onerror=alert(1)>"):
+                   "Which papers study <b>watermarking</b>? <img src=x onerror=alert(1)>",
+                   "<svg/onload=alert(1)> Which papers study watermarking?",
+                   "&lt;script&gt;alert(1)&lt;/script&gt; Which papers study watermarking?",
+                   """<img src=x onerror="alert('>')"> Which papers study watermarking?""",
+                   "<!-- note --> Which papers study watermarking? ![x](http://evil.example/x.png)",
+                   "[Which papers](javascript:alert(1)) study watermarking?"):
         answer = seed_engine.ask(pasted)
-        assert answer.question == "Which papers study watermarking?" and not answer.abstained
+        assert answer.question == "Which papers study watermarking?" and not answer.abstained, pasted
         assert answer.cited_ids == plain.cited_ids
-        assert "Markup tags in the question were left out of the search." in answer.notices
-    with pytest.raises(QuestionError, match="empty"):
+        assert "Markup in the question was left out of the search." in answer.notices
+    with pytest.raises(QuestionError, match="empty once its markup is left out"):
         seed_engine.ask("<script>alert(1)</script>")
-    inequality = seed_engine.ask("Is p < 0.05 and q > 1 a good threshold?")  # not a tag: kept as written
-    assert inequality.question == "Is p < 0.05 and q > 1 a good threshold?" and not inequality.notices
+    # Not markup: kept as written.
+    for text in ("Is p < 0.05 and q > 1 a good threshold?", "Which papers show accuracy<baseline and loss>0?",
+                 "Is List<String> slower than R&D budgets?"):
+        kept = seed_engine.ask(text)
+        assert kept.question == text and not kept.notices
+    # A huge paste of unclosed tags is cut to the question limit before the markup is looked at.
+    flood = seed_engine.ask("<script " * 500_000 + "Which papers study watermarking?")
+    assert "only the first 2,000 were used" in flood.notices[0]
 
 
 def test_k_and_the_decision_filter(tmp_path):
