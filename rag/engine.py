@@ -387,9 +387,10 @@ class Engine:
         yield from compose(answer, retrieval, self.settings, llm, self.templates, self._check_support, started,
                            intent, said)
         answer.answer = f"{lead}\n{answer.answer}" if lead else answer.answer
-        if retrieval.unknown_names and not answer.abstained and not focus:  # "How fast is FlashAttention-3?"
+        if retrieval.unknown_names and not focus:  # "How does ZephyrineNet work?"
             names = ", ".join(f"“{name}”" for name in retrieval.unknown_names[:3])
-            notices.append(f"No paper in the list mentions {names}: the answer is from the nearest papers.")
+            notices.append(f"No paper in the list mentions {names}"
+                           + ("." if answer.abstained else ": the answer is from the nearest papers."))
         done = time.perf_counter()
         answer.timings.update(answer_ms=_ms(retrieved, done), total_ms=_ms(started, done))
         yield answer

@@ -184,7 +184,7 @@ class HybridRetriever:
             hits = self.reranker(query, hits[:max(params.k, RERANK_DEPTH)])
         retrieval.hits, retrieval.k = hits[:params.k], params.k
         retrieval.unknown_names = list(dict.fromkeys(
-            word for word in name_words(question) if not state.df.get(word.casefold())))
+            word for word in name_words(question) if not any(state.df.get(w) for w in _word_forms(word))))
         self.annotate(retrieval, state)
         return retrieval
 
@@ -302,4 +302,14 @@ def name_words(text: str) -> list[str]:
     """The name-like words of a question as users type them (CatVTON, Time-MoE, TEAL, Scylla), but not its first
     word when that is merely capitalised ("What", "Which")."""
     return [m.group(0) for m in _NAME.finditer(text) if m.start() > 0 or not m.group(0).istitle()]
+
+
+def _word_forms(word: str) -> list[str]:
+    """A name as the papers may write it: itself, and without a lower-case suffix ("CatVTON-like",
+    "Mamba-style", "ImageNet-scale" -> catvton, mamba, imagenet)."""
+    forms = [word.casefold()]
+    head, _, tail = word.rpartition("-")
+    if head and tail.isalpha() and tail.islower():
+        forms.append(head.casefold())
+    return forms
 

@@ -340,5 +340,8 @@ def test_an_answer_says_when_no_paper_mentions_a_name_the_question_uses(seed_eng
     unknown = seed_engine.ask("How does ZephyrineNet improve virtual try-on with diffusion models?")
     assert not unknown.abstained and unknown.citations  # answered from the nearest paper (CatVTON) ...
     assert "No paper in the list mentions “ZephyrineNet”: the answer is from the nearest papers." in unknown.notices
-    known = seed_engine.ask("How does CatVTON improve virtual try-on with diffusion models?")
-    assert not any("No paper in the list mentions" in n for n in known.notices)
+    for known in ("How does CatVTON improve virtual try-on with diffusion models?",
+                  "Are there CatVTON-like methods for virtual try-on?"):  # "-like": the papers say "CatVTON"
+        assert not any("No paper in the list mentions" in n for n in seed_engine.ask(known).notices), known
+    refused = seed_engine.ask("What is the best recipe for ZephyrineNet sourdough bread?")
+    assert refused.abstained and "No paper in the list mentions “ZephyrineNet”." in refused.notices
