@@ -144,6 +144,20 @@ def _quantity_features(question: str, paper) -> tuple[float, float]:
     return len(asked - found) / len(asked), float(near)
 
 
+def gives_quantity(question: str, sentence: str) -> bool:
+    """Whether a sentence gives the figure a question asks for: a number within NEAR words of the asked
+    quantity's name or an ALIASES name ("How many parameters ...?" against "... up to 2.4 billion parameters")."""
+    asked = {t for words in tokenize(asked_quantity(question)) for t in words}
+    words = _WORD.findall(sentence)
+    if not asked or not words:
+        return False
+    stems = tokenize(words)
+    forms = {a: _forms(a) for a in asked}
+    named = [i for i, (w, s) in enumerate(zip(words, stems)) if any(_is_form(w, s, forms[a]) for a in asked)]
+    numbers = [i for i, w in enumerate(words) if w[0].isdigit() or w.lower() in NUMBER_WORDS]
+    return any(abs(i - j) <= NEAR for i in named for j in numbers)
+
+
 def features(retrieval: Retrieval) -> np.ndarray:
     """The feature vector of one retrieval, in the order of FEATURES."""
     hits = retrieval.hits

@@ -366,10 +366,11 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
         per_paper[sentence.paper_index] = per_paper.get(sentence.paper_index, 0) + 1
         chosen.append(sentence)
     # one paper: its contribution and what follows; several: each one's sentences that say what it did (rag.explain)
-    quoted_papers = {s.paper_index for s in chosen}
-    window = (explain_order.passage(retrieval, chosen[0].paper_index, quotable)
-              if len(quoted_papers) == 1 and not follow_up else [])
+    one_paper = len({s.paper_index for s in chosen}) == 1 and not follow_up
+    window = explain_order.passage(retrieval, chosen[0].paper_index, quotable) if one_paper else []
     chosen = window[:settings.max_answer_sentences] or explain_order.within_papers(retrieval, chosen, quotable)
+    if one_paper:  # ... and the sentence holding the figure or result the question asks for, if not quoted yet
+        chosen = explain_order.with_asked(retrieval, chosen, quotable)
     paragraphs = []
     for paper_index in dict.fromkeys(s.paper_index for s in chosen):
         mine = sorted((s for s in chosen if s.paper_index == paper_index),

@@ -9,19 +9,20 @@ sit in the contribution sentence (24 of 68 such facts on eval/questions/types_de
 the results ("Experiments show that X outperforms ..."), which repeat its words.
 
 The passage says what a paper does, not its numbers, so the sentence that best matches the question joins it
-when the question asks for a figure or for results (`rag.abstain.FIGURE`, ASKS_RESULTS; the question's names
-masked first: "What is Time-MoE?" asks for no time), or when that sentence leads the passage's best by BEST_LEAD
-and holds a word of the question the passage lacks ("X is a state-of-the-art solution" does not join on the
-strength of the name alone).
+when the question asks for a figure (`rag.abstain.FIGURE`: the best sentence with a number in it) or for results
+(ASKS_RESULTS), the question's names masked first ("What is Time-MoE?" asks for no time); or when that sentence
+leads the passage's best by BEST_LEAD and holds a word of the question the passage lacks ("X is a
+state-of-the-art solution" does not join on the strength of the name alone).
 
 Measured (answer facts; characters): on types_dev2's 40 explain questions (written for this, 2026-12-01) 0.487
 before, 0.700 with the passage (604 -> 629), 0.713 with the joining sentence (661); seeds_dev's 76 single-paper
 questions 0.855 -> 0.901; corpus_heldout_v2's 11 figure questions 0.455 -> 0.273 with the passage alone, 0.636
-with the joining sentence (the newcomer's "How many training samples was CatVTON trained on?" lost its "73K
-samples" to the passage alone). Did worse on types_dev2: the best-scoring 3-sentence window (0.59-0.63), the
-contribution plus the best two others (0.55-0.65), swapping in the best sentence (0.66-0.69); a 4-sentence passage
-states more (0.775 at 778 characters, half an abstract), 2 sentences less (0.600 at 474); joining the best
-sentence every time 0.713 at 747 characters.
+with the joining sentence, 0.909 when it is the best sentence with a number (a newcomer's "How many training
+samples was CatVTON trained on?" lost its "73K samples" to the passage alone; an attacker's pass then found "How
+many parameters does Time-MoE scale to?" without its "2.4 billion"). Did worse on types_dev2: the best-scoring
+3-sentence window (0.59-0.63), the contribution plus the best two others (0.55-0.65), swapping in the best
+sentence (0.66-0.69); a 4-sentence passage states more (0.775 at 778 characters, half an abstract), 2 sentences
+less (0.600 at 474); joining the best sentence every time 0.713 at 747 characters.
 
 **Otherwise** (several papers, a paper with no contribution sentence, or a follow-up about the previous answer's
 paper, which asks for something specific), sentences are scored against the question by `rag.retrieve` (cosine +
@@ -41,13 +42,14 @@ from __future__ import annotations
 
 import re
 
-from rag.abstain import FIGURE
+from rag.abstain import FIGURE, gives_quantity
 from rag.retrieve import Retrieval, ScoredSentence, name_words
 from rag.text import tokenize
 
 OWN_WORK = 0.10  # bonus of a sentence stating the authors' own work
 OPENING = 0.10  # penalty of the abstract's first sentence when it does not
 RESULTS = 0.20  # penalty of a sentence reporting experiments or results without stating the contribution
+_DIGIT = re.compile(r"\d")
 PASSAGE = 3  # sentences of a one-paper explanation: the contribution sentence and those after it
 BEST_LEAD = 0.08  # ... and the question's best match, when it scores this much above the passage's best
 # A question asking for what a paper found or how it was evaluated: its best match joins the passage, and results
@@ -67,30 +69,47 @@ _RESULTS = re.compile(r"\b(?:experiments?|experimental(?:ly)?|empirical(?:ly)?|e
 def passage(retrieval: Retrieval, paper_index: int, candidates: list[ScoredSentence]) -> list[ScoredSentence]:
     """The paper's contribution sentence (its first PROPOSE sentence among `candidates`) and the PASSAGE - 1
     sentences after it, in abstract order (ending at the abstract's end, the passage starts earlier); [] when no
-    sentence states a contribution. Plus the sentence that best matches the question, when it lies outside and
-    the question asks for a figure or results ("How many samples ...?", "What results does X report?") or it
-    leads the passage's best by BEST_LEAD with a word of the question the passage lacks: the passage says what
-    the paper does, not its numbers."""
+    sentence states a contribution."""
     abstract = retrieval.hits[paper_index].paper.abstract
     mine = sorted((s for s in candidates if s.paper_index == paper_index), key=lambda s: abstract.find(s.text))
     first = next((i for i, s in enumerate(mine) if PROPOSE.search(s.text)), None)
     if first is None:
         return []
     start = max(0, min(first, len(mine) - PASSAGE))
-    window = mine[start:start + PASSAGE]
-    if _asks_for_figures(retrieval.question):
+    return mine[start:start + PASSAGE]
+
+
+def with_asked(retrieval: Retrieval, chosen: list[ScoredSentence], candidates: list[ScoredSentence]
+               ) -> list[ScoredSentence]:
+    """One paper's `chosen` sentences plus, in abstract order, the one of `candidates` that holds what the
+    question asks for, when it is not among them: for a figure, the best-scoring sentence giving the asked quantity
+    (`rag.abstain.gives_quantity`), else the best with a number in it;
+    for results, the best-scoring one; otherwise the best by `ranked`, if it leads the chosen ones by BEST_LEAD
+    and holds a word of the question they lack."""
+    if not chosen:
+        return chosen
+    paper_index = chosen[0].paper_index
+    abstract = retrieval.hits[paper_index].paper.abstract
+    mine = [s for s in candidates if s.paper_index == paper_index]
+    masked = _masked(retrieval.question)
+    if FIGURE.search(masked):  # the sentence giving the asked quantity, else the best one with a number
+        numbers = [s for s in mine if _DIGIT.search(s.text)]
+        gives = [s for s in numbers if gives_quantity(retrieval.question, s.text)]
+        if not numbers or any(s in chosen for s in gives):
+            return chosen
+        best = max(gives or [s for s in numbers if s not in chosen] or numbers, key=lambda s: s.score)
+    elif ASKS_RESULTS.search(masked):
         best = max(mine, key=lambda s: s.score)
-    else:  # it must also hold a word of the question that the passage lacks: "What is Time-MoE?" asks nothing
-        # the passage leaves out, and "Time-MoE is a state-of-the-art solution" would only repeat the name
+    else:  # "What is Time-MoE?" asks nothing the passage leaves out: "Time-MoE is state-of-the-art" only repeats it
         scored = {s.text: s.score for s in ranked(retrieval, mine)}
         best = max(mine, key=lambda s: scored[s.text])
-        said = {t for words in tokenize([s.text for s in window]) for t in words}
+        said = {t for words in tokenize([s.text for s in chosen]) for t in words}
         new_words = retrieval.terms & set(tokenize([best.text])[0]) - said
-        if scored[best.text] - max(scored[s.text] for s in window) < BEST_LEAD or not new_words:
-            return window
-    if best not in window:
-        window = sorted(window + [best], key=lambda s: abstract.find(s.text))
-    return window
+        if scored[best.text] - max(scored.get(s.text, s.score) for s in chosen) < BEST_LEAD or not new_words:
+            return chosen
+    if best in chosen:
+        return chosen
+    return sorted(chosen + [best], key=lambda s: abstract.find(s.text))
 
 
 def within_papers(retrieval: Retrieval, chosen: list[ScoredSentence],
@@ -121,13 +140,6 @@ def ranked(retrieval: Retrieval, candidates: list[ScoredSentence] | None = None)
             score -= RESULTS
         out.append(ScoredSentence(s.text, score, s.paper_index))
     return sorted(out, key=lambda s: -s.score)
-
-
-def _asks_for_figures(question: str) -> bool:
-    """Whether a question asks for a figure or for results, its names masked first: "What is Time-MoE?" names a
-    model, it does not ask for a time."""
-    masked = _masked(question)
-    return bool(FIGURE.search(masked) or ASKS_RESULTS.search(masked))
 
 
 def _masked(question: str) -> str:

@@ -96,3 +96,14 @@ def test_a_quantity_the_abstract_gives_under_another_name_or_as_a_unit_counts_as
     assert abstain._quantity_features("How much more accurate is it on ImageNet?", accurate)[1] == 1.0
     # No stand-in for a figure the abstract lacks: a learning rate is not a percentage.
     assert abstain._quantity_features("What learning rate was used?", accurate) == (1.0, 0.0)
+
+
+def test_a_sentence_gives_the_asked_quantity_only_with_a_number_next_to_its_name():
+    from rag.abstain import gives_quantity
+
+    question = "How many parameters does Time-MoE scale to?"
+    assert gives_quantity(question, "We scaled a time series foundation model up to 2.4 billion parameters.")
+    assert not gives_quantity(question, "It keeps the parameters of each expert small.")  # no number
+    assert not gives_quantity(question, "Evaluated on AlpacaEval 2.0 and MT-Bench.")  # a number, not the quantity
+    assert gives_quantity("How much faster is X?", "X decodes 2.3x faster than the baseline.")  # an alias
+    assert not gives_quantity("How does X work?", "X reaches 90% accuracy.")  # the question asks for no figure

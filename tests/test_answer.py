@@ -96,6 +96,9 @@ def test_a_question_asking_for_a_figure_or_results_also_gets_the_sentence_that_h
             "CatVTON: Concatenation Is All You Need for Virtual Try-On with Diffusion Models"]
         # The contribution and what follows it, then the last sentence of the abstract, which holds the figure.
         assert "we propose CatVTON" in answer.answer and "public datasets with 73K samples" in answer.answer
+    # The sentence giving the asked quantity, not merely one with a number in it.
+    size = seed_engine.ask("How many parameters does Time-MoE scale to?")
+    assert "2.4 billion parameters" in size.answer and "we introduce Time-MoE" in size.answer
     how = seed_engine.ask("How does CatVTON work?")  # asks neither: the passage alone
     assert "we propose CatVTON" in how.answer and "73K samples" not in how.answer
 
@@ -244,7 +247,7 @@ def test_markup_pasted_into_a_question_is_left_out_of_the_search(seed_engine):
     for text in ("Is p < 0.05 and q > 1 a good threshold?", "Which papers show accuracy<baseline and loss>0?",
                  "Is List<String> slower than R&D budgets?"):
         kept = seed_engine.ask(text)
-        assert kept.question == text and not kept.notices
+        assert kept.question == text and not any("Markup" in n for n in kept.notices)
     # A huge paste of unclosed tags is cut to the question limit before the markup is looked at.
     flood = seed_engine.ask("<script " * 500_000 + "Which papers study watermarking?")
     assert "only the first 2,000 were used" in flood.notices[0]
