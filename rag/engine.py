@@ -185,18 +185,35 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
     """The papers a follow-up is about: those the previous answer cited (its turn's `paper_ids`), when the
     question refers to them ("Who wrote it?", "What data did they use?"); else none. A turn without `paper_ids`
     (history written by hand, or by another client) cites the `papers` whose whole title (three words or more)
-    its text names, in the order it names them: every extractive answer names its papers' titles."""
+    its text names (or the name before a title's colon, "CatVTON"), in the order it names them: every extractive
+    answer names its papers' titles."""
     if not history or not _ANAPHORA.search(question):
         return []
     last = next((t for t in reversed(history) if t.get("role") == "assistant"), None)
     ids = list((last or {}).get("paper_ids") or [])
     if last and not ids and papers:
-        text = str(last.get("content") or "")
-        named = [(text.find(p.title), p.paper_id) for p in papers if p.title.count(" ") >= 2 and p.title in text]
-        ids = [pid for _, pid in sorted(named)]
+        ids = _papers_named(str(last.get("content") or ""), papers)
     # "it", "they" (the authors, most often), "the paper": the paper the previous answer was first about;
     # "these papers", "each of them", "both": all it cited.
     return ids[:MAX_FOCUS] if _PLURAL.search(question) else ids[:1]
+
+
+def _papers_named(text: str, papers: Sequence[StoredPaper]) -> list[str]:
+    """The ids of the papers a text names, in the order it names them: by whole title (three words or more, case
+    and punctuation ignored) or by the name before the title's colon ("CatVTON: Concatenation Is All You Need
+    ..." -> "CatVTON", as written, a whole word)."""
+    flat = f" {plain(text)} "
+    named = []
+    for paper in papers:
+        title = plain(paper.title)
+        at = flat.find(f" {title} ") if title.count(" ") >= 2 else -1
+        name = paper.title.split(":", 1)[0].strip() if ":" in paper.title else ""
+        if at < 0 and name and len(name) >= 3 and re.search(r"[A-Z0-9]", name[1:]):
+            found = re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text)
+            at = flat.find(f" {plain(name)} ") if found else -1
+        if at >= 0:
+            named.append((at, paper.paper_id))
+    return [pid for _, pid in sorted(named)]
 
 
 @dataclass

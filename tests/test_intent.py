@@ -100,6 +100,11 @@ def test_a_turn_without_paper_ids_refers_to_the_papers_whose_titles_it_names(see
     assert previous_papers("Who wrote it?", by_hand, papers) == first.cited_ids[:1]
     it = seed_engine.ask("Which papers are related to it?", history=by_hand)
     assert it.answer_type == "related" and it.citations[0].paper_id == first.cited_ids[0]
+    # ... by its title in other case or by the name before the title's colon.
+    catvton = next(p.paper_id for p in papers if p.title.startswith("CatVTON:"))
+    for said in ("See CatVTON, a simple try-on model.", "catvton: concatenation is all you need for virtual "
+                 "try-on with diffusion models"):
+        assert previous_papers("Who wrote it?", [{"role": "assistant", "content": said}], papers) == [catvton]
     # A turn that names no title still refers to nothing.
     assert previous_papers("Who wrote it?", [{"role": "assistant", "content": "Not covered."}], papers) == []
 
