@@ -159,7 +159,7 @@ def test_an_error_body_of_any_shape_in_the_follow_up_rewrite_falls_back_too(embe
                                                                             reason):
     server.mode, server.status, server.body = "error_body", status, body
     history = [{"role": "user", "content": "Which paper introduces a billion-scale time series foundation model?"},
-               {"role": "assistant", "content": "Time-MoE [1]."}]
+               {"role": "assistant", "content": "It scales to 2.4 billion parameters [1]."}]  # no title: rewritten
     answer = llm_engine(embedded_seed_engine, server.base_url).ask("What dataset did they use?", history=history)
     assert answer.mode == "extractive" and answer.fallback_reason == reason and answer.notices
     assert server.chat_requests() and not any(r["body"].get("stream") for r in server.chat_requests())
@@ -198,7 +198,7 @@ def test_the_follow_up_rewrite_obeys_the_deadline_too(seed_engine, server):
     server.mode, server.delay = "drip", 0.5
     engine = llm_engine(seed_engine, server.base_url, llm_deadline=1)
     history = [{"role": "user", "content": "Which paper introduces a billion-scale time series foundation model?"},
-               {"role": "assistant", "content": "Time-MoE [1]."}]
+               {"role": "assistant", "content": "It scales to 2.4 billion parameters [1]."}]  # no title: rewritten
     started = time.perf_counter()
     answer = engine.ask("What dataset did they use?", history=history)  # the rewrite is ChatClient.complete
     assert time.perf_counter() - started < 1 + 1.5
