@@ -145,10 +145,17 @@ _RELATED = re.compile(
 _QUOTES = "\"'“”‘’«»「」"
 
 
+# Greetings and requests around a question ("Hey, which papers ...?", "Can you please list ...", "I want papers
+# about ..."): left out before the type is read, else the patterns above, anchored at the question's start, miss it.
+_POLITE = re.compile(r"^(?:(?:hey|hi|hello|ok|okay|so|well|please|pls|thanks)[\s,!.:;]+|(?:can|could|would|will)\s+"
+                     r"you\s+(?:please\s+)?|i\s*(?:want|need|would\s+like|'d\s+like|am\s+looking\s+for|'m\s+"
+                     r"looking\s+for)\s+(?:to\s+(?:see|find|read|know(?:\s+about)?)\s+)?)+", re.I)
+
+
 def parse(question: str, known_author: Callable[[str], bool] = lambda name: False) -> Intent:
     """The intent of one (standalone) question."""
     intent = Intent(query=question)
-    text = question.strip()
+    text = _POLITE.sub("", question.strip()) or question.strip()
     related = _RELATED.search(text)
     if related:
         paper = related.group("paper").strip().rstrip("?.!").strip()

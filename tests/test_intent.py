@@ -38,6 +38,11 @@ def known(name):
      None, ""),
     ("what else is like the paper on Time-MoE?", "related", "Time-MoE", [], None, ""),
     ("Which orals are related to CatVTON?", "related", "CatVTON", ["Accept (Oral)"], None, ""),
+    # Greetings and requests around the question do not hide its type.
+    ("Hey, Which papers study model merging?", "list", "model merging", [], None, ""),
+    ("Can you please list papers on graph neural networks?", "list", "graph neural networks", [], None, ""),
+    ("I want papers about Kolmogorov-Arnold Networks", "list", "Kolmogorov-Arnold Networks", [], None, ""),
+    ("Well-known methods for pruning?", "explain", "Well-known methods for pruning?", [], None, ""),
     ("Which spotlight papers are similar to it?", "related", "it", ["Accept (Spotlight)"], None, ""),
     ("How do MLE-bench and Cybench differ?", "compare", "How do MLE-bench and Cybench differ?", [], None, ""),
     ("What does STEEL prove?", "explain", "What does STEEL prove?", [], None, ""),
