@@ -138,10 +138,15 @@ def _quantity_features(question: str, paper) -> tuple[float, float]:
     title = {t for s in tokenize([paper.title]) for t in s}
     forms = {a: _forms(a) for a in asked}
     found = {a for a in asked if forms[a] & title or any(_is_form(w, s, forms[a]) for w, s in zip(words, stems))}
+    return len(asked - found) / len(asked), float(_near_number(words, stems, forms))
+
+
+def _near_number(words: list[str], stems: list[list[str]], forms: dict[str, set[str]]) -> bool:
+    """Whether a word naming one of the asked quantities (`forms`: stem -> its names) sits within NEAR words of a
+    number."""
+    named = [i for i, (w, s) in enumerate(zip(words, stems)) if any(_is_form(w, s, f) for f in forms.values())]
     numbers = [i for i, w in enumerate(words) if w[0].isdigit() or w.lower() in NUMBER_WORDS]
-    near = any(abs(i - j) <= NEAR for i, (w, s) in enumerate(zip(words, stems))
-               if any(_is_form(w, s, forms[a]) for a in asked) for j in numbers)
-    return len(asked - found) / len(asked), float(near)
+    return any(abs(i - j) <= NEAR for i in named for j in numbers)
 
 
 def gives_quantity(question: str, sentence: str) -> bool:
@@ -151,11 +156,7 @@ def gives_quantity(question: str, sentence: str) -> bool:
     words = _WORD.findall(sentence)
     if not asked or not words:
         return False
-    stems = tokenize(words)
-    forms = {a: _forms(a) for a in asked}
-    named = [i for i, (w, s) in enumerate(zip(words, stems)) if any(_is_form(w, s, forms[a]) for a in asked)]
-    numbers = [i for i, w in enumerate(words) if w[0].isdigit() or w.lower() in NUMBER_WORDS]
-    return any(abs(i - j) <= NEAR for i in named for j in numbers)
+    return _near_number(words, tokenize(words), {a: _forms(a) for a in asked})
 
 
 def features(retrieval: Retrieval) -> np.ndarray:
