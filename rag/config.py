@@ -106,6 +106,9 @@ class Settings(BaseModel):
     port: int = Field(7860, ge=1, le=65535)
     auth: SecretStr | None = Field(None, description='"user:password" to require a login for the web chat and API.')
     concurrency: int = Field(10, ge=1, le=256, description="Questions the web chat answers at the same time.")
+    # MCP server (`rag mcp --http`; stdio, the default, needs no port)
+    mcp_port: int = Field(8765, ge=1, le=65535, description="Port of `rag mcp --http` (streamable HTTP on "
+                                                            "127.0.0.1).")
     bundled: bool = Field(True, description="`rag serve` indexes the bundled ICLR 2025 list in the background "
                                             "(papers already indexed are skipped); false serves the index as it is.")
 
@@ -188,5 +191,6 @@ ENV_VARS: dict[str, str] = {
     "auth": "RAG_AUTH",
     "concurrency": "RAG_CONCURRENCY",
     "bundled": "RAG_BUNDLED",
+    "mcp_port": "RAG_MCP_PORT",
 }
 assert set(ENV_VARS) == set(Settings.model_fields), "every setting needs an environment variable"
