@@ -32,12 +32,16 @@ __version__ = "0.1.0"
 _EXPORTS = {"Engine": "rag.engine", "Answer": "rag.engine", "Source": "rag.engine", "Delta": "rag.engine",
             "Restart": "rag.engine", "Search": "rag.engine", "QuestionError": "rag.engine",
             "Settings": "rag.config", "ConfigError": "rag.config", "RagError": "rag.errors"}
-__all__ = ["__version__", *_EXPORTS]
+__all__ = ["__version__", "Engine", "Answer", "Source", "Delta", "Restart", "Search", "QuestionError", "Settings",
+           "ConfigError", "RagError"]
 
 if TYPE_CHECKING:
     from rag.config import ConfigError, Settings
     from rag.engine import Answer, Delta, Engine, QuestionError, Restart, Search, Source
     from rag.errors import RagError
+
+
+assert set(__all__) == {"__version__", *_EXPORTS}
 
 
 def __getattr__(name: str) -> Any:

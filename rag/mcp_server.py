@@ -99,7 +99,7 @@ def paper_uri(paper_id: str) -> str:
 class Noted(BaseModel):
     """A result: its `note` comes first, where the reader meets it before any paper text."""
 
-    note: str = Field(NOTE, description="How to read the text fields of this result.")
+    note: str = Field(default=NOTE, description="How to read the text fields of this result.")
 
 
 class PaperRef(BaseModel):
@@ -235,7 +235,7 @@ class PapersServer(MCPServer[None]):
             raise
 
     async def list_resources(self) -> list[MCPResource]:
-        import anyio
+        import asyncio  # the SDK runs on anyio's asyncio backend
 
         def papers() -> list[Any]:
             try:
@@ -247,7 +247,7 @@ class PapersServer(MCPServer[None]):
         return [MCPResource(uri=paper_uri(p.paper_id), name=inert(p.paper_id), title=inert(p.title or p.label),
                             description="A paper record (JSON): id, title, authors, decision, link, abstract.",
                             mime_type="application/json")
-                for p in await anyio.to_thread.run_sync(papers)]
+                for p in await asyncio.to_thread(papers)]
 
 
 @contextmanager

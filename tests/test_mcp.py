@@ -337,16 +337,18 @@ def test_streamable_http_on_127_0_0_1_serves_the_same_tools(index, tmp_path):
 def test_rag_mcp_reads_a_chroma_server_which_needs_no_lock(chroma_server, tmp_path):
     settings = Settings(data_dir=tmp_path / "local", chroma_url=chroma_server, collection="mcp-seeds")
     Engine(settings).ingest([SEEDS])
-    held = lock.hold(settings)  # None: a Chroma server is shared, and a `rag serve` on it locks nothing
-    assert held is None
+    # A `rag serve` of the embedded store in the same data dir: it does not own the server's collection.
+    held = lock.hold(Settings(data_dir=tmp_path / "local"))
     env = {"RAG_DATA_DIR": str(tmp_path / "local"), "RAG_CHROMA_URL": chroma_server, "RAG_COLLECTION": "mcp-seeds"}
     with (tmp_path / "stderr.txt").open("w+") as log:
         session = Live(stdio(env, log))
         try:
             assert data(session.call("search_papers", {"query": SAE, "k": 1}))["papers"][0]["title"] == SAE_TITLE
             assert data(session.call("related_papers", {"paper": SAE_TITLE, "k": 2}))["related"]
+            assert data(session.call("ask", {"question": SAE}))["citations"][0]["title"] == SAE_TITLE
         finally:
             session.close()
+            held.close()
 
 
 def readme_section(title: str) -> str:
