@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"  # streamable HTTP binds the loopback only: the SDK then also refuses foreign Host headers
-MAX_K = 50  # papers one search, and related papers one call, may ask for (rag.engine.MAX_K, rag.explore.MAX_K)
+MAX_K = 50  # papers one search, and related papers one call, may ask for (rag.engine.MAX_K, rag.explore.related.MAX_K)
 
 # C0 and C1 controls but tab and newline, DEL, lone surrogates, and the bidi embeddings, overrides and isolates (a
 # title with U+202E reverses the text after it); escape sequences go whole first, so "\x1b[31m" leaves no "[31m".

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 from helpers import ROOT, SEEDS, free_port
 
-from rag import lock, mcp_server
+from rag import mcp_server
+from rag.store import lock
 from rag.config import Settings
 from rag.engine import Engine
 
