@@ -77,7 +77,7 @@ def _existing_engine(**overrides: Any):
     return engine
 
 
-def _check_port(host: str, port: int) -> None:
+def _check_port(host: str, port: int, variable: str = "RAG_PORT") -> None:
     """Fail before anything loads if the web chat's address is taken (Gradio would say so only after the index
     has loaded, naming its own variable)."""
     import socket
@@ -89,7 +89,7 @@ def _check_port(host: str, port: int) -> None:
             probe.bind((host, port))
         except OSError as exc:
             raise click.ClickException(f"cannot serve on {host}:{port}: {exc.strerror or exc}. Choose another port "
-                                       "with --port / RAG_PORT (or stop what is using it).") from None
+                                       f"with --port / {variable} (or stop what is using it).") from None
 
 
 def friendly_errors(func: Callable) -> Callable:
@@ -676,7 +676,7 @@ def mcp_command(http: bool, **settings: Any) -> None:
         raise click.UsageError("--port is the port of --http; add --http (stdio needs no port).")
     engine = _engine(**settings)
     if http:
-        _check_port(HOST, engine.settings.mcp_port)
+        _check_port(HOST, engine.settings.mcp_port, ENV_VARS["mcp_port"])
         click.echo(f"MCP server (streamable HTTP) on http://{HOST}:{engine.settings.mcp_port}/mcp; Ctrl-C stops it.",
                    err=True)
     run(engine, http=http)

@@ -138,7 +138,7 @@ class Settings(BaseModel):
             problems = []
             for err in exc.errors():
                 name = str(err["loc"][0]) if err["loc"] else "?"
-                flag = "--" + name.replace("_", "-")
+                flag = FLAGS.get(name, "--" + name.replace("_", "-"))
                 var = ENV_VARS.get(name, "")
                 got = "" if name in ("llm_api_key", "embed_api_key", "auth") else f" (got {err.get('input')!r})"
                 problems.append(f"{flag} / {var}: {err['msg']}{got}")
@@ -195,3 +195,5 @@ ENV_VARS: dict[str, str] = {
     "mcp_port": "RAG_MCP_PORT",
 }
 assert set(ENV_VARS) == set(Settings.model_fields), "every setting needs an environment variable"
+#: The CLI flag of a setting whose flag is not its name with dashes.
+FLAGS: dict[str, str] = {"mcp_port": "--port (rag mcp --http)"}

@@ -409,4 +409,17 @@ def test_rag_mcp_help_is_its_manual():
         rag + ["--help"], capture_output=True, text=True, cwd=ROOT, timeout=60).stdout, re.M)
     misuse = subprocess.run(rag + ["mcp", "--port", "9000"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert misuse.returncode == 2 and "--port is the port of --http" in misuse.stderr
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = subprocess.run(rag + ["mcp", "--http", "--port", str(port)], capture_output=True, text=True, cwd=ROOT,
+                              timeout=60)
+    assert busy.returncode == 1 and busy.stderr == (f"Error: cannot serve on 127.0.0.1:{port}: Address already in use. "
+                                                    "Choose another port with --port / RAG_MCP_PORT (or stop what is "
+                                                    "using it).\n")
+    bad = subprocess.run(rag + ["mcp", "--http", "--port", "0"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert bad.returncode == 1 and "--port (rag mcp --http) / RAG_MCP_PORT: Input should be greater" in bad.stderr
     assert shutil.which("rag", path=str(Path(sys.executable).parent))  # the command the README's snippet names
