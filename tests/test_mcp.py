@@ -295,6 +295,26 @@ def test_a_rag_serve_started_while_it_runs_is_refused_on_every_call(live, index)
     assert data(live.call("search_papers", {"query": "sparse autoencoders"}))["papers"]
 
 
+def test_ask_is_written_by_the_llm_that_the_client_env_names(index, tmp_path):
+    """The README's env for an LLM (RAG_LLM_MODEL, OPENAI_BASE_URL) reaches the engine: the answer is the model's,
+    its citations checked, and the key never comes back."""
+    from fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as fake, (tmp_path / "stderr.txt").open("w+") as log:
+        session = Live(stdio({"RAG_DATA_DIR": str(index), "RAG_LLM_MODEL": "fake-chat",
+                              "OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "sk-secret-mcp"}, log))
+        try:
+            result = session.call("ask", {"question": SAE})
+        finally:
+            session.close()
+        answer = data(result)
+        assert (answer["mode"], answer["model"], answer["fallback_reason"]) == ("llm", "fake-chat", "")
+        assert answer["citations"][0]["title"] == SAE_TITLE and "[1]" in answer["answer"]
+        assert fake.chat_requests() and "sk-secret-mcp" not in result.content[0].text
+        log.seek(0)
+        assert "sk-secret-mcp" not in log.read()
+
+
 def test_streamable_http_on_127_0_0_1_serves_the_same_tools(index, tmp_path):
     port = free_port()
     with (tmp_path / "stderr.txt").open("w+") as log:
