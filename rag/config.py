@@ -106,6 +106,10 @@ class Settings(BaseModel):
     port: int = Field(7860, ge=1, le=65535)
     auth: SecretStr | None = Field(None, description='"user:password" to require a login for the web chat and API.')
     concurrency: int = Field(10, ge=1, le=256, description="Questions the web chat answers at the same time.")
+    allowed_hosts: str | None = Field(
+        None, pattern=r"^\s*(\*|[A-Za-z0-9.:\[\]_-]+)(\s*,\s*[A-Za-z0-9.:\[\]_-]+)*\s*$",
+        description="Host names the web chat answers to besides loopback's and its own address (comma-separated, "
+                    "* for any): e.g. the name a reverse proxy forwards. Others are refused (DNS rebinding).")
     bundled: bool = Field(True, description="`rag serve` indexes the bundled ICLR 2025 list in the background "
                                             "(papers already indexed are skipped); false serves the index as it is.")
 
@@ -187,6 +191,7 @@ ENV_VARS: dict[str, str] = {
     "port": "RAG_PORT",
     "auth": "RAG_AUTH",
     "concurrency": "RAG_CONCURRENCY",
+    "allowed_hosts": "RAG_ALLOWED_HOSTS",
     "bundled": "RAG_BUNDLED",
 }
 assert set(ENV_VARS) == set(Settings.model_fields), "every setting needs an environment variable"
