@@ -110,6 +110,10 @@ class Settings(BaseModel):
     # MCP server (`rag mcp --http`; stdio, the default, needs no port)
     mcp_port: int = Field(8765, ge=1, le=65535, description="Port of `rag mcp --http` (streamable HTTP on "
                                                             "127.0.0.1).")
+    allowed_hosts: str | None = Field(
+        None, pattern=r"^\s*(\*|[A-Za-z0-9.:\[\]_-]+)(\s*,\s*[A-Za-z0-9.:\[\]_-]+)*\s*$",
+        description="Host names the web chat answers to besides loopback's and its own address (comma-separated, "
+                    "* for any): e.g. the name a reverse proxy forwards. Others are refused (DNS rebinding).")
     bundled: bool = Field(True, description="`rag serve` indexes the bundled ICLR 2025 list in the background "
                                             "(papers already indexed are skipped); false serves the index as it is.")
 
@@ -191,6 +195,7 @@ ENV_VARS: dict[str, str] = {
     "port": "RAG_PORT",
     "auth": "RAG_AUTH",
     "concurrency": "RAG_CONCURRENCY",
+    "allowed_hosts": "RAG_ALLOWED_HOSTS",
     "bundled": "RAG_BUNDLED",
     "mcp_port": "RAG_MCP_PORT",
 }

@@ -51,7 +51,7 @@ from rag.answering import abstain, explain as explain_order
 from rag.config import Settings
 from rag.store.index import StoredPaper
 from rag.search.retrieve import Retrieval, ScoredSentence
-from rag.text import first_sentence, is_boilerplate
+from rag.text import first_sentence, is_boilerplate, link_label
 
 if TYPE_CHECKING:
     from rag.explore.related import Related
@@ -246,7 +246,10 @@ def record_answer(answer_type: str, source: Source, asked_decision: str = "") ->
         return (f"{title} is by {_names(source.authors)} (the list gives the authors in no particular "
                 "order).")
     if answer_type == "link":
-        return f"{title} is on OpenReview: {source.url}" if source.url else f"The list gives no link for {title}."
+        if not source.url:
+            return f"The list gives no link for {title}."
+        where = link_label(source.url)  # "OpenReview" for openreview.net only, else the link's host
+        return f"{title} is on OpenReview: {source.url}" if where == "OpenReview" else f"{title} is at {source.url}"
     kind = _decision_kind(source.decision)
     if not kind:
         return f"The list gives no decision for {title}."

@@ -5,8 +5,9 @@
   OpenReview link, the best-matching snippet with the question's terms highlighted, the score, and the whole
   abstract on expand). Latency, tokens and which mode answered show under each answer.
 - Filters (decision, author; those written in the question show as chips above the box, a click asks again
-  without), the number of papers, example questions, export (Markdown, JSON), feedback
-  (stored as JSON lines in the data dir), "Add papers" (upload, ingested like `rag ingest`), the progress of a
+  without), the number of papers, example questions, export (Markdown, JSON; written when clicked), feedback
+  (one JSON line per answer in the data dir, the file bounded), "Add papers" (upload, ingested like `rag ingest`,
+  so many times an hour per session and in all), the progress of a
   background ingest, and named API endpoints `/ask` returning the `Answer` as JSON and `/related` (a paper's
   nearest papers). Each source card lists its 5 related papers on expand; the map of the collection
   (`rag.web.mapview`) sits under the chat.
@@ -18,6 +19,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -26,6 +28,7 @@ import shutil
 import tempfile
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,7 +41,7 @@ from rag.engine import Engine, QuestionError, check_k
 from rag.errors import RagError, one_line
 from rag.store.ingest import SUPPORTED_SUFFIXES
 from rag.generation.cost import answer_cost
-from rag.web.guard import Guard
+from rag.web.guard import Guard, LoginThrottle, allowed_hosts
 from rag.web.mapview import MapPanel, warm as warm_map
 from rag.web.render import CSS, answer_markdown, export_markdown, inert, sources_panel
 from rag.web.session import ModelMenu, session_line
@@ -56,7 +59,13 @@ DECISIONS = ["Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)"]
 # ---- the app ----------------------------------------------------------------------------------------------
 
 EXPORT_MAX_AGE = 3600  # seconds an export folder (and Gradio's cached copy of it) is kept
-MAX_UPLOAD = "50mb"
+MAX_UPLOAD = "50mb"  # per file (Gradio's max_file_size); the whole upload request has the same cap (rag.web.guard)
+# The feedback file stops growing at this size (a line is ~2 KB: some 10,000 votes), each text in it cut to this.
+FEEDBACK_MAX_BYTES = 20 * 1024 * 1024
+FEEDBACK_TEXT_CHARS = 20_000
+# "Add papers": uploads one browser session may make in an hour, and all sessions together (a client picks its
+# own session id, so the second bounds what rotating ids can cost: each upload is capped in records by ingest).
+UPLOADS_PER_SESSION_HOUR, UPLOADS_PER_HOUR = 10, 60
 
 
 def public_message(exc: BaseException, settings) -> str:
@@ -131,6 +140,10 @@ class ChatApp:
         self.settings = engine.settings
         self.feedback_path = Path(self.settings.data_dir) / "feedback.jsonl"
         self.feedback_lock = threading.Lock()
+        self.rated: set[str] = set()  # answers (by content hash) with feedback saved by this process
+        self.upload_lock = threading.Lock()
+        self.uploads: dict[str, deque[float]] = {}  # each session's upload times in the last hour
+        self.uploads_all: deque[float] = deque()
         for old in Path(tempfile.gettempdir()).glob("rag-export-*"):  # export folders of servers long gone
             _sweep(old.parent, EXPORT_MAX_AGE, only=old)
         self.export_root = Path(tempfile.mkdtemp(prefix="rag-export-")).resolve()
@@ -140,7 +153,7 @@ class ChatApp:
     def stream_answer(self, message: str, history: list[dict], answers: list[dict], decisions: list[str],
                       author: str, k: float, export_id: str, model: str | None = None,
                       question_filters: tuple[str, ...] = QUESTION_FILTERS):
-        """Ask, streaming the answer into the chat; then the cards, exports and filter chips of the answer."""
+        """Ask, streaming the answer into the chat; then the cards and filter chips of the answer."""
         page = self.page
         assert page is not None
         answers, history = list(answers or []), list(history or [])
@@ -166,11 +179,9 @@ class ChatApp:
                     record["cost_usd"] = answer_cost(record["usage"], self.settings)
                     answers.append(record)
                     history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1)}
-                    md, js = self.write_exports(answers, export_id)
                     yield {page.chatbot: history, page.answers: answers,
                            page.cards: sources_panel(answers, self.related_of(answers)),
-                           page.export_md: md, page.export_json: js, page.box: "", page.export_id: export_id,
-                           **self.chip_updates(record)}
+                           page.box: "", page.export_id: export_id, **self.chip_updates(record)}
         except Exception as exc:  # the message says what to do; the question stays in the conversation
             history[-1] = {"role": "assistant", "content": inert(public_message(exc, self.settings))}
             yield {page.chatbot: history, page.box: "", page.export_id: export_id}
@@ -196,10 +207,13 @@ class ChatApp:
         handler.__name__ = f"without_{kind}"
         return handler
 
-    def write_exports(self, answers: list[dict], export_id: str) -> tuple[str, str]:
-        """The session's conversation as files for the export buttons, rewritten after each answer in one folder
-        per browser session. The folder's name is a random id the server made (never the client's session hash),
-        and folders untouched for an hour are removed; Gradio's cached copies go by `delete_cache`."""
+    def write_export(self, answers: list[dict], export_id: str, kind: str) -> str:
+        """The session's conversation as a file ("md" or "json"), written when its export button is clicked, in
+        one folder per browser session. Written on the click, not after each answer: Gradio keeps a copy of every
+        version of a file handed to the page (named by its content), and re-exporting the whole conversation
+        after each answer filled 519 MB in 103 s. A click with no new answer hands out the same file again (same
+        content, so no new copy). The folder's name is a random id the server made (never the client's session
+        hash), and folders untouched for an hour are removed; Gradio's cached copies go by `delete_cache`."""
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", export_id):
             raise ValueError("bad export id")
         folder = (self.export_root / export_id).resolve()
@@ -207,30 +221,67 @@ class ChatApp:
             raise ValueError("bad export id")
         _sweep(self.export_root, max_age=EXPORT_MAX_AGE)
         folder.mkdir(exist_ok=True)
-        md = folder / "conversation.md"
-        md.write_text(export_markdown(answers), encoding="utf-8")
-        js = folder / "conversation.json"
-        js.write_text(json.dumps({"exported": time.strftime("%Y-%m-%dT%H:%M:%S"), "answers": answers},
-                                 ensure_ascii=False, indent=1), encoding="utf-8")
-        return str(md), str(js)
+        path = folder / f"conversation.{kind}"
+        if kind == "md":
+            text = export_markdown(answers)
+        else:
+            try:  # the same answers as the file written before: keep it (its "exported" time included)
+                if json.loads(path.read_text(encoding="utf-8"))["answers"] == answers:
+                    return str(path)
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+            text = json.dumps({"exported": time.strftime("%Y-%m-%dT%H:%M:%S"), "answers": answers},
+                              ensure_ascii=False, indent=1)
+        if not (path.exists() and path.read_text(encoding="utf-8") == text):
+            path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    def exporter(self, kind: str):
+        """An export button's click handler: the file for the hidden download button that the page then clicks."""
+        def handler(answers: list[dict], export_id: str):
+            if not answers:
+                gr.Info("Nothing to export yet: ask a question first.", duration=3)
+                return None, export_id
+            export_id = export_id or secrets.token_urlsafe(16)
+            return self.write_export(answers, export_id, kind), export_id
+        handler.__name__ = f"export_{kind}"
+        return handler
 
     def on_feedback(self, answers: list[dict], data: gr.LikeData, request: gr.Request):
+        """One line per answer in the feedback file (the first vote on it; later clicks on the same answer add
+        nothing), and nothing once the file has reached FEEDBACK_MAX_BYTES: 300 clicks in 3 s appended 300 lines."""
         turn = data.index if isinstance(data.index, int) else data.index[0]
         number = turn // 2  # messages alternate: question, answer
-        if not answers or number >= len(answers):
+        if not isinstance(number, int) or not answers or not 0 <= number < len(answers):
             return
         answer = answers[number]
+        key = hashlib.sha256(json.dumps(answer, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
         liked = data.liked if isinstance(data.liked, bool) else str(data.liked).lower() in ("like", "true")
         line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "session": getattr(request, "session_hash", None),
-                "helpful": liked, "question": answer["question"], "answer": answer["answer"],
-                "mode": answer["mode"], "model": answer["model"],
+                "helpful": liked, "question": answer["question"][:FEEDBACK_TEXT_CHARS],
+                "answer": answer["answer"][:FEEDBACK_TEXT_CHARS], "mode": answer["mode"], "model": answer["model"],
                 "cited": [c["paper_id"] for c in answer["citations"]]}
-        with self.feedback_lock, self.feedback_path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+        with self.feedback_lock:
+            if key in self.rated:
+                gr.Info("Feedback on this answer is already saved.", duration=3)
+                return
+            try:
+                full = self.feedback_path.stat().st_size >= FEEDBACK_MAX_BYTES
+            except OSError:
+                full = False
+            if full:
+                log.warning("%s has reached %d MB: feedback is no longer saved (move the file away to go on)",
+                            self.feedback_path, FEEDBACK_MAX_BYTES // 1024 // 1024)
+                gr.Info("Feedback is not being saved right now (the server's feedback file is full).", duration=5)
+                return
+            with self.feedback_path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            self.rated.add(key)
         gr.Info("Thanks, feedback saved.", duration=3)
 
-    def add_papers(self, files: list | None):
-        """Ingest uploaded files like `rag ingest`; the report names the uploaded files, not server paths."""
+    def add_papers(self, files: list | None, request: gr.Request | None = None):
+        """Ingest uploaded files like `rag ingest`; the report names the uploaded files, not server paths. At most
+        UPLOADS_PER_SESSION_HOUR uploads per browser session and UPLOADS_PER_HOUR in all per hour."""
         engine = self.engine
         paths = [Path(getattr(f, "name", f)) for f in files or []]
         if not paths:
@@ -238,6 +289,9 @@ class ChatApp:
         if engine.indexing.running:
             return ("The collection is still being indexed; add your papers when that has finished (the line "
                     "above shows the progress).", indexing_line(engine))
+        wait = self.upload_slot(str(getattr(request, "session_hash", None) or ""))
+        if wait:
+            return wait, indexing_line(engine)
         try:
             stats = engine.ingest(paths)
         except Exception as exc:
@@ -249,6 +303,26 @@ class ChatApp:
                 problem = problem.replace(path, name)
             lines.append(f"- skipped {inert(problem)}")
         return "\n".join(lines), indexing_line(engine)
+
+    def upload_slot(self, session: str) -> str:
+        """"" when this session may upload now (the upload is then counted), else what to do instead."""
+        now = time.monotonic()
+        with self.upload_lock:
+            for times in [self.uploads_all, *self.uploads.values()]:
+                while times and now - times[0] > 3600:
+                    times.popleft()
+            for name in [n for n, t in self.uploads.items() if not t]:
+                del self.uploads[name]
+            mine = self.uploads.setdefault(session, deque())
+            for times, limit, whose in ((mine, UPLOADS_PER_SESSION_HOUR, "This session has"),
+                                        (self.uploads_all, UPLOADS_PER_HOUR, "All sessions together have")):
+                if len(times) >= limit:
+                    minutes = max(1, round((3600 - (now - times[0])) / 60))
+                    return (f"{whose} added papers {limit} times in the last hour; try again in {minutes} min, "
+                            "or ask whoever runs the server to add them with `rag ingest`.")
+            mine.append(now)
+            self.uploads_all.append(now)
+        return ""
 
     def ask_api(self, question: str, history: list[dict] | None = None, k: int = 5,
                 decisions: list[str] | None = None, author: str = "") -> dict:
@@ -328,8 +402,11 @@ def build(engine: Engine) -> gr.Blocks:
                     send = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
                 gr.Examples(EXAMPLES, inputs=box, label="Examples")
                 with gr.Row():
-                    export_md = gr.DownloadButton("Export Markdown", elem_id="export-md", size="sm")
-                    export_json = gr.DownloadButton("Export JSON", elem_id="export-json", size="sm")
+                    export_buttons = [gr.Button("Export Markdown", elem_id="export-md", size="sm"),
+                                      gr.Button("Export JSON", elem_id="export-json", size="sm")]
+                    # The files, made on the click (ChatApp.write_export) and downloaded by these hidden buttons.
+                    export_md = gr.DownloadButton("Markdown file", elem_id="export-md-file", visible="hidden")
+                    export_json = gr.DownloadButton("JSON file", elem_id="export-json-file", visible="hidden")
                     clear = gr.Button("New conversation", size="sm", elem_id="clear")
                     upload = gr.UploadButton("Add papers", size="sm", elem_id="add-papers", file_count="multiple",
                                              file_types=sorted(SUPPORTED_SUFFIXES))
@@ -348,7 +425,7 @@ def build(engine: Engine) -> gr.Blocks:
             map_html = mapview.render()
         app.page = Page(chatbot, answers, cards, export_md, export_json, box, export_id, spent, chips)
 
-        outputs = [chatbot, answers, cards, export_md, export_json, box, export_id, *chips]
+        outputs = [chatbot, answers, cards, box, export_id, *chips]
         totals = dict(fn=lambda a: session_line(a, settings), inputs=answers, outputs=spent, api_visibility="private")
         map_state: dict[str, Any] = dict(fn=mapview.state, inputs=[answers, decisions, author], outputs=map_html,
                                          api_visibility="private", show_progress="hidden")
@@ -360,6 +437,10 @@ def build(engine: Engine) -> gr.Blocks:
             chip.click(app.without_filter(kind), [chatbot, answers, decisions, author, k, export_id, model], outputs,
                        api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
                        ).then(**totals).then(**map_state)
+        for button, holder, kind in zip(export_buttons, (export_md, export_json), ("md", "json")):
+            button.click(app.exporter(kind), [answers, export_id], [holder, export_id], api_visibility="private",
+                         concurrency_limit=2, concurrency_id="export").then(
+                None, None, None, js=f"() => document.querySelector('#{holder.elem_id}').click()")
         chatbot.like(app.on_feedback, [answers], None, api_visibility="private")
         reset_outputs = [chatbot, answers, cards, export_md, export_json, spent, *chips]
         clear.click(app.reset, None, reset_outputs, api_visibility="private").then(**map_state)
@@ -389,15 +470,17 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
         warm_map(engine)  # the map of the collection, ready by the first page load (rag.explore.topicmap)
     demo = build(engine)
     auth = None
-    if engine.settings.auth:
+    if engine.settings.auth:  # Gradio calls it with exactly the name it compares (rag.web.guard)
         user, _, password = engine.settings.auth.get_secret_value().partition(":")
-        auth = (user, password)
+        auth = LoginThrottle({user: password})
     demo.queue(default_concurrency_limit=engine.settings.concurrency)
     from starlette.middleware import Middleware
 
     demo.launch(server_name=engine.settings.host, server_port=engine.settings.port, share=False, auth=auth,
                 prevent_thread_lock=True, ssr_mode=False, mcp_server=False, quiet=True, css=CSS,
-                footer_links=["api"], max_file_size=MAX_UPLOAD, app_kwargs={"middleware": [Middleware(Guard)]})
+                footer_links=["api"], max_file_size=MAX_UPLOAD,
+                app_kwargs={"middleware": [Middleware(Guard, hosts=allowed_hosts(engine.settings.host,
+                                                                                  engine.settings.allowed_hosts))]})
     if block:
         print(f"Serving on http://{engine.settings.host}:{engine.settings.port} (Ctrl-C to stop)", flush=True)
         demo.block_thread()

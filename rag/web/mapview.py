@@ -23,6 +23,7 @@ import gradio as gr
 
 from rag.errors import RagError, one_line
 from rag.explore.topicmap import kind, topic_map
+from rag.text import strip_bidi
 from rag.web.render import paper_card, plain
 
 TEMPLATE = ('<div class="map-status">Loading the map…</div><div class="map-hover">&#160;</div>'
@@ -156,13 +157,15 @@ class MapPanel:
             tmap = topic_map(self.engine, stale_ok=self.engine.indexing.running)
         except RagError as exc:
             return {"error": one_line(exc)}
-        titles = {p.paper_id: plain(p.title or p.label) for p in self.engine.retriever.state.papers}
-        labels = {t.n: t.label for t in tmap.topics}
+        # Without bidi controls: the script sets them as text, but a U+202E in a title would still reverse the
+        # "— topic n" after it in the hover line.
+        titles = {p.paper_id: strip_bidi(plain(p.title or p.label)) for p in self.engine.retriever.state.papers}
+        labels = {t.n: strip_bidi(t.label) for t in tmap.topics}
         return {"id": tmap.paper_ids, "x": [p[0] for p in tmap.xy], "y": [p[1] for p in tmap.xy],
                 "topic": tmap.topic,
                 "title": [f"{titles.get(pid, pid)} — topic {n}: {labels.get(n, '')}"
                           for pid, n in zip(tmap.paper_ids, tmap.topic)],
-                "topics": [{"n": t.n, "label": t.label, "size": t.size} for t in tmap.topics]}
+                "topics": [{"n": t.n, "label": labels[t.n], "size": t.size} for t in tmap.topics]}
 
     def map_card(self, paper_id: Any) -> str:
         """The card of a clicked paper, with its related papers (escaped HTML)."""

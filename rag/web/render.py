@@ -17,7 +17,7 @@ import html
 import re
 
 from rag.generation.cost import money
-from rag.text import first_sentence, tokenize
+from rag.text import BIDI_CONTROLS, first_sentence, link_label, split_sentences, strip_bidi, tokenize
 
 CSS = """
 .src-card {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 10px 12px; margin: 0 0 10px 0;}
@@ -59,7 +59,7 @@ sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
 # The app's own markup (links from [n] to the source cards, italics for notices) is added after escaping.
 # Bidi embeddings, overrides and isolates are dropped: a title with U+202E would reverse the app's own words after
 # it; right-to-left letters still show right to left without them.
-_BIDI: dict[int, str | None] = {c: None for c in [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]}
+_BIDI: dict[int, str | None] = dict(BIDI_CONTROLS)
 _INERT = str.maketrans({c: f"&#{ord(c)};" for c in "&<>\"'`[](){}!*_~|#\\:@+-=^"}) | _BIDI
 _WWW = re.compile(r"(?i)\bwww\.")
 _CITED = re.compile(r"&#91;(\d+(?:, \d+)*)&#93;")
@@ -68,6 +68,12 @@ _CITED = re.compile(r"&#91;(\d+(?:, \d+)*)&#93;")
 def inert(text: str) -> str:
     """`text` as Markdown/HTML source that renders exactly as `text`, with nothing live in it."""
     return _WWW.sub(lambda m: m.group(0)[:3] + "&#46;", str(text).translate(_INERT))
+
+
+def _esc(text: str) -> str:
+    """Text for the cards' HTML: escaped, and without bidi controls (a title with U+202E would otherwise reverse
+    the card's own words after it)."""
+    return html.escape(strip_bidi(str(text)))
 
 # Words of a question that say what kind of question it is rather than what it is about: never highlighted.
 _GENERIC = set(tokenize(["paper papers work works use used using make made method methods approach propose "
@@ -91,7 +97,7 @@ def highlight(text: str, question: str) -> str:
 def _badge(decision: str, cls: str = "badge") -> str:
     kind = next((k for k in ("Oral", "Spotlight", "Poster") if k in decision), "")
     label = kind or decision
-    return f'<span class="{cls} badge-{kind.lower()}">{html.escape(label)}</span>' if label else ""
+    return f'<span class="{cls} badge-{kind.lower()}">{_esc(label)}</span>' if label else ""
 
 
 CARDS_PER_PAGE = 5  # source cards shown at first; each "Show more" shows this many more
@@ -134,7 +140,7 @@ def paper_card(p: dict, related: list[dict] | None = None) -> str:
     else:
         body = TITLE_ONLY
     return (f'<div class="rel-card" data-paper="{html.escape(p["paper_id"], quote=True)}">'
-            f'<div class="src-head"><span class="src-title">{html.escape(plain(p["title"]))}</span>'
+            f'<div class="src-head"><span class="src-title">{_esc(plain(p["title"]))}</span>'
             f'{_badge(p.get("decision") or "", "rel-badge")}</div>'
             f'<div class="src-meta">{_authors(p)}{link}{score}</div>{body}</div>{related_list(related)}')
 
@@ -148,7 +154,7 @@ def _card(s: dict, turn: int, question: str, cited: bool, related: list[dict] | 
         body = TITLE_ONLY
     return (f'<div class="src-card" id="src-{turn}-{s["n"]}">'
             f'<div class="src-head"><span class="src-n">[{s["n"]}]</span>'
-            f'<span class="src-title">{html.escape(plain(s["title"]))}</span>{_badge(s["decision"])}</div>'
+            f'<span class="src-title">{_esc(plain(s["title"]))}</span>{_badge(s["decision"])}</div>'
             f'<div class="src-meta">{_authors(s)}{link} · score {s["score"]:.2f}{" · cited" if cited else ""}</div>'
             f"{body}</div>{related_list(related)}")
 
@@ -157,31 +163,42 @@ TITLE_ONLY = '<div class="src-note">Title and authors only: the sources have no 
 
 
 def _openreview(url: str) -> str:
-    """" · OpenReview", linking the paper's own page (an http/https URL, see `_link`), or nothing."""
-    return (f' · <a href="{html.escape(url, quote=True)}" target="_blank" rel="noopener noreferrer">OpenReview</a>'
-            if _link(url) else "")
+    """" · OpenReview", linking the paper's own page (an http/https URL, see `_link`), or nothing. Only a link to
+    openreview.net is called OpenReview; any other shows its host (" · example.org"), so a record cannot pass
+    its own site off as the paper's OpenReview page."""
+    label = link_label(url) if _link(url) else ""
+    return (f' · <a href="{html.escape(url, quote=True)}" target="_blank" rel="noopener noreferrer">'
+            f'{_esc(label)}</a>' if label else "")
 
 
 def _preview(abstract: str) -> str:
-    return f'<div class="src-preview">{html.escape(plain(first_sentence(abstract)))}</div>'
+    return f'<div class="src-preview">{_esc(plain(first_sentence(abstract)))}</div>'
 
 
 def _abstract(abstract: str) -> str:
-    return f'<details class="src-abstract"><summary>Abstract</summary>{html.escape(plain(abstract))}</details>'
+    return f'<details class="src-abstract"><summary>Abstract</summary>{_esc(plain(abstract))}</details>'
+
+
+# A card shows at most this many authors (the first 8, the rest on expand), each cut to NAME_CHARS: a record with
+# 2,500 two-kilobyte "authors" made a 5 MB sources panel per answer. The bundled ICLR 2025 list's longest has 83
+# names, its longest name 40 characters; the JSON export keeps every name.
+AUTHORS_SHOWN, NAME_CHARS = 100, 120
 
 
 def _authors(s: dict) -> str:
-    """All authors: the first 8 shown, the rest on expand. The bundled ICLR 2025 list does not know the papers'
-    author order (its source lists names partly alphabetically), so its cards say so."""
-    names = [html.escape(a) for a in s["authors"]]
+    """The authors: the first 8 shown, the rest (up to AUTHORS_SHOWN) on expand. The bundled ICLR 2025 list does not
+    know the papers' author order (its source lists names partly alphabetically), so its cards say so."""
+    every = s["authors"]
+    names = [_esc(a if len(a) <= NAME_CHARS else a[:NAME_CHARS - 1] + "…") for a in every[:AUTHORS_SHOWN]]
     if not names:
         return "authors unknown"
     unordered = bool(s.get("enriched_from")) or str(s.get("venue", "")).startswith("ICLR 2025")
     label = "Authors (order not known): " if unordered else ""
     if len(names) <= 8:
         return label + ", ".join(names)
+    rest = ", ".join(names[8:]) + (f" … and {len(every) - len(names)} more" if len(every) > len(names) else "")
     return (f'<details class="src-authors"><summary>{label}{", ".join(names[:8])} … '
-            f'(+{len(names) - 8})</summary>{", ".join(names[8:])}</details>')
+            f'(+{len(every) - 8})</summary>{rest}</details>')
 
 
 def sources_panel(answers: list[dict], related: dict[str, list[dict]] | None = None) -> str:
@@ -191,7 +208,7 @@ def sources_panel(answers: list[dict], related: dict[str, list[dict]] | None = N
     parts = [f"<h3>Sources of answer {latest + 1}</h3>", source_cards(answers[latest], latest, related)]
     for turn in range(latest - 1, -1, -1):
         parts.append(f'<details class="turn-sources"><summary>Sources of answer {turn + 1}: '
-                     f'{html.escape(answers[turn]["question"][:80])}</summary>'
+                     f'{_esc(answers[turn]["question"][:80])}</summary>'
                      f"{source_cards(answers[turn], turn, related)}</details>")
     return "\n".join(parts)
 
@@ -201,7 +218,8 @@ def answer_markdown(answer: dict, turn: int) -> str:
     refusal lists the nearest papers as links to their cards and to OpenReview."""
     text = _CITED.sub(lambda m: "[" + ", ".join(
         f'<a href="#src-{turn}-{n}">{n}</a>' for n in m.group(1).split(", ")) + "]",
-        _marked(answer["answer"], answer.get("unsupported") or []))
+        _marked(answer["answer"], answer.get("unsupported") or [], _own_markers(answer)))
+    text = text.replace(_OPEN, "&#91;").replace(_CLOSE, "&#93;")
     text = text.replace("\n\n", "\x00").replace("\n", "  \n").replace("\x00", "\n\n")  # list lines stay lines
     parts = [f"*{inert(n)}*" for n in answer["notices"]]
     parts.append(text)
@@ -244,18 +262,65 @@ def search_line(answer: dict) -> str:
 UNSUPPORTED_MARK = ' <sup class="unsupported" title="not clearly supported by the sources it cites">unverified</sup>'
 
 
-def _marked(text: str, unsupported: list[str]) -> str:
-    """`text` made inert, with UNSUPPORTED_MARK after each of the `unsupported` sentences (in text order)."""
+def _marked(text: str, unsupported: list[str], shown: str | None = None) -> str:
+    """`shown` (`text` with some characters swapped one for one, by default `text` itself) made inert, with
+    UNSUPPORTED_MARK after each of the `unsupported` sentences of `text` (in text order)."""
+    shown = text if shown is None else shown
     out, at = [], 0
     for sentence in unsupported:
         start = text.find(sentence, at)
         if start < 0 or not sentence:
             continue
         end = start + len(sentence)
-        out += [inert(plain(text[at:end])), UNSUPPORTED_MARK]
+        out += [inert(plain(shown[at:end])), UNSUPPORTED_MARK]
         at = end
-    out.append(inert(plain(text[at:])))
+    out.append(inert(plain(shown[at:])))
     return "".join(out)
+
+
+# Only the app's own citation markers become links to cards. A "[2]" inside a quoted abstract (its own reference
+# list's numbering) or a number no citation of the answer has stays text: its brackets are swapped, one character
+# for one, for these private-use placeholders, which no link pattern matches and which are shown as "[" and "]".
+_OPEN, _CLOSE = "\ue000", "\ue001"
+_RAW_MARK = re.compile(r"\[(\d+(?:, \d+)*)\]")
+
+
+def _own_markers(answer: dict) -> str:
+    """The answer's text with the brackets of every [n] that is not one of the app's citations swapped for
+    placeholders (same length, so positions in the text still hold): a marker is the app's when all its numbers
+    are citations of the answer (as its JSON lists them) and it is not part of a paper's text quoted verbatim."""
+    text = answer["answer"]
+    if "[" not in text:
+        return text
+    cited = {c["n"] for c in answer.get("citations") or []}
+    quoted = _quoted_spans(text, answer.get("sources") or [])
+
+    def swap(m: re.Match) -> str:
+        own = {int(n) for n in m.group(1).split(", ")} <= cited
+        if own and not any(a <= m.start() and m.end() <= b for a, b in quoted):
+            return m.group(0)
+        return _OPEN + m.group(1) + _CLOSE
+
+    return _RAW_MARK.sub(swap, text)
+
+
+def _quoted_spans(text: str, sources: list[dict]) -> list[tuple[int, int]]:
+    """Where `text` quotes a source's title or a sentence of its abstract that has a bracketed number of its own
+    (the sentence's final punctuation left out: an extractive answer puts its own [n] before it)."""
+    spans = []
+    for s in sources:
+        pieces = [s.get("title") or "", s.get("snippet") or ""]
+        if _RAW_MARK.search(s.get("text") or ""):
+            pieces += split_sentences(s["text"])
+        for piece in pieces:
+            piece = piece.strip().rstrip(".!?。！？").rstrip()
+            if not _RAW_MARK.search(piece) or len(re.sub(r"[\W\d_]", "", piece)) < 8:
+                continue
+            start = text.find(piece)
+            while start >= 0:
+                spans.append((start, start + len(piece)))
+                start = text.find(piece, start + 1)
+    return spans
 
 
 def footer(answer: dict) -> str:

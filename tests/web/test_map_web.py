@@ -22,6 +22,12 @@ EVIL = {"id": "evil-map", "title": '<script>window.__pwned = 1</script>Evil <b>b
         "abstract": "We study zebra stripes and biting flies. <img src=x onerror=\"window.__pwned = 3\"> Stripes "
                     "confuse flies in field experiments."}
 
+# Bidi overrides in a title and an author: "Alice \u202eecilA" read "Alice Alice" and reversed the text after it.
+BIDI = {"id": "bidi-map", "title": "Okapi \u202eecilA gait", "authors": ["Alice \u202eecilA"],
+        "decision": "Accept (Poster)", "url": "https://openreview.net/forum?id=bidi-map",
+        "abstract": "We study okapi gait \u202eecilA with video in forest reserves."}
+BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium is installed by `make test`")]
 
@@ -31,7 +37,7 @@ def app(tmp_path_factory):
     from rag.web.app import launch
 
     base = tmp_path_factory.mktemp("map-web")
-    (base / "evil.jsonl").write_text(json.dumps(EVIL) + "\n")
+    (base / "evil.jsonl").write_text(json.dumps(EVIL) + "\n" + json.dumps(BIDI) + "\n")
     engine = Engine(Settings(data_dir=base / "index", port=free_port()))
     engine.ingest([SEEDS, base / "evil.jsonl"])
     demo = launch(engine, block=False)
@@ -81,6 +87,22 @@ def test_a_hostile_title_stays_text_on_the_map_and_its_card(page):
     assert page.locator("#map .map-card .src-title").first.inner_text() == EVIL["title"]
     assert page.locator("#map .map-card script, #map .map-card img, #map .map-card b").count() == 0
     assert page.evaluate("window.__pwned") is None
+
+
+def test_bidi_overrides_are_taken_out_of_the_hover_and_the_map_card(page):
+    point = page.locator('#map circle[data-paper="bidi-map"]')
+    title = point.locator("title").text_content()
+    assert title.startswith("Okapi ecilA gait — topic ") and not BIDI_CONTROLS & set(title)
+    point.dispatch_event("mouseover")
+    hover = page.inner_text("#map .map-hover")
+    assert hover.startswith("Okapi ecilA gait") and not BIDI_CONTROLS & set(hover)
+    point.dispatch_event("click")
+    page.wait_for_function("document.querySelector('#map .map-card .src-title') && document.querySelector("
+                           "'#map .map-card .src-title').innerText.includes('Okapi')", timeout=30_000)
+    card = page.locator("#map .map-card")
+    card.locator("details").first.evaluate("d => d.open = true")
+    text = card.inner_text()
+    assert "Alice ecilA" in text and "okapi gait ecilA" in text and not BIDI_CONTROLS & set(text)
 
 
 def test_an_answer_rings_its_papers_and_zooms_and_the_filters_grey_out_the_rest(page):

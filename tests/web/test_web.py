@@ -37,6 +37,21 @@ MARKUP = {"id": "markup-1", "title": "**T**raining-Fre**e** Guidance with $\\tex
           "abstract": "We propose $\\texttt{BRAID}$, a training-free guidance method for wombat pose estimation. "
                       "It certifies $\\ell_p$ robustness of **wombat** pose estimators at no extra training cost."}
 
+# A quoted abstract with bracketed numbers of its own (its reference list's): only the app's markers may link.
+QUOTED = {"id": "quoted-refs", "title": "Narwhal tusk salinity sensing", "decision": "Accept (Poster)",
+          "url": "https://openreview.net/forum?id=quoted-refs",
+          "abstract": "Narwhal tusks sense salinity gradients [1] as shown in [2]. We record narwhal tusk acoustics "
+                      "in Baffin Bay over two winters."}
+# Bidi overrides in a title, its authors and abstract, and a twin paper on the same topic (so each is in the
+# other's Related list); and a link to another site than OpenReview.
+BIDI = {"id": "bidi-1", "title": "Axolotl \u202eecilA gill regrowth",
+        "authors": ["Alice \u202eecilA", "Bob \u2066x\u2069"], "decision": "Accept (Oral)", "url": "https://phish.example/openreview",
+        "abstract": "Axolotl gill regrowth \u202eecilA after injury is tracked with lineage tracing in larvae."}
+TWIN = {"id": "bidi-2", "title": "Axolotl gill regrowth atlas", "authors": ["Carol Dee"], "decision": "Accept (Poster)",
+        "url": "https://openreview.net/forum?id=bidi-2",
+        "abstract": "Axolotl gill regrowth after injury is mapped with lineage tracing across larval stages."}
+BIDI_CONTROLS = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium is installed by `make test`")]
 
@@ -98,7 +113,8 @@ def app(tmp_path_factory, llm, trap):
     from rag.web.app import launch
 
     base = tmp_path_factory.mktemp("web")
-    (base / "evil.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (EVIL, hostile_markdown(trap.url), MARKUP)))
+    (base / "evil.jsonl").write_text("".join(json.dumps(r) + "\n" for r in (EVIL, hostile_markdown(trap.url), MARKUP,
+                                                                         QUOTED, BIDI, TWIN)))
     engine = Engine(Settings(data_dir=base / "index", port=free_port(), llm_model="fake-chat",
                              llm_base_url=llm.base_url, llm_timeout=3, llm_max_retries=0,
                              llm_price_in=0.5, llm_price_out=1.5))
@@ -363,22 +379,138 @@ def test_the_page_runs_only_its_own_scripts(app):
     assert tags and all(f'nonce="{nonce}"' in tag for tag in tags)
 
 
-def test_a_hostile_session_hash_cannot_choose_where_exports_are_written(app, tmp_path):
-    """The export folder is named by the server: a client's `session_hash` full of ../ writes nothing outside."""
-    base = app[0]
+def queue_run(base: str, name: str, data: list, session: str) -> str:
+    """Run one of the page's (private) handlers through Gradio's queue as the page does; the event stream."""
     config = json.loads(urllib.request.urlopen(base + "/config", timeout=10).read())
-    fn = next(d for d in config["dependencies"] if d.get("api_name") == "stream_answer")
-    target = tmp_path / "owned"
-    hostile = "../" * 12 + str(target).lstrip("/")
-    body = {"data": ["zebra stripes and biting flies", [], [], [], "", 5, None, "fake-chat"], "fn_index": fn["id"],
-            "trigger_id": fn["targets"][0][0], "session_hash": hostile, "event_data": None}
+    fn = next(d for d in config["dependencies"] if d.get("api_name") == name)
+    body = {"data": data, "fn_index": fn["id"], "trigger_id": fn["targets"][0][0], "session_hash": session,
+            "event_data": None}
     request = urllib.request.Request(base + "/gradio_api/queue/join", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
     assert urllib.request.urlopen(request, timeout=10).status == 200
-    stream = urllib.request.urlopen(f"{base}/gradio_api/queue/data?session_hash={urllib.parse.quote(hostile)}",
-                                    timeout=60).read().decode()
-    assert "process_completed" in stream and "conversation.md" in stream  # it answered and wrote its exports
+    return urllib.request.urlopen(f"{base}/gradio_api/queue/data?session_hash={urllib.parse.quote(session)}",
+                                  timeout=60).read().decode()
+
+
+def test_a_hostile_session_hash_cannot_choose_where_exports_are_written(app, tmp_path):
+    """The export folder is named by the server: a client's `session_hash` full of ../ writes nothing outside."""
+    base = app[0]
+    target = tmp_path / "owned"
+    hostile = "../" * 12 + str(target).lstrip("/")
+    stream = queue_run(base, "stream_answer", ["zebra stripes and biting flies", [], [], [], "", 5, None,
+                                               "fake-chat"], hostile)
+    assert "process_completed" in stream
+    stream = queue_run(base, "export_md", [None, None], hostile)  # the session's own answers and export id
+    assert "process_completed" in stream and "conversation.md" in stream  # it wrote its export
     assert not target.exists() and not any(tmp_path.iterdir())
+
+
+def cached_copies(marker: str) -> list:
+    """Gradio's cached copies of export files holding `marker` (Gradio keeps every file handed to a page)."""
+    from pathlib import Path
+
+    from gradio.utils import get_upload_folder
+
+    return [p for p in Path(get_upload_folder()).rglob("conversation.*")
+            if marker in p.read_text(encoding="utf-8", errors="replace")]
+
+
+def test_exports_are_written_when_clicked_not_after_every_answer(page):
+    """Each answer used to re-export the whole conversation, and Gradio kept every version (519 MB in 103 s);
+    now a file is written on its button's click, and a click with no new answer hands out the same one."""
+    import uuid
+
+    marker = "okapi" + uuid.uuid4().hex[:8]
+    for i in range(3):
+        ask(page, f"Is there work on making sparse autoencoders cheaper to train ({marker} {i})?", answers_before=i)
+    assert cached_copies(marker) == []  # three answers, no file yet
+    for _ in range(2):
+        with page.expect_download() as download:
+            page.click("#export-md")
+        assert f"{marker} 2" in open(download.value.path(), encoding="utf-8").read()
+    assert len(cached_copies(marker)) == 1
+    for _ in range(2):
+        with page.expect_download() as download:
+            page.click("#export-json")
+    assert len(json.loads(open(download.value.path(), encoding="utf-8").read())["answers"]) == 3
+    assert len(cached_copies(marker)) == 2
+    ask(page, f"What compute savings did they report ({marker} 3)?", answers_before=3)
+    with page.expect_download() as download:
+        page.click("#export-md")
+    assert f"{marker} 3" in open(download.value.path(), encoding="utf-8").read()
+    assert len(cached_copies(marker)) == 3
+
+
+def test_feedback_is_one_line_per_answer_and_the_file_is_bounded(page, app, monkeypatch):
+    """300 clicks in 3 s appended 300 lines: now an answer's first vote is kept and later clicks add nothing;
+    and past FEEDBACK_MAX_BYTES nothing more is written."""
+    import rag.web.app as web
+
+    feedback = app[1].settings.data_dir / "feedback.jsonl"
+
+    def lines() -> int:
+        return len(feedback.read_text().splitlines()) if feedback.exists() else 0
+
+    ask(page, TIME_MOE_Q)
+    before = lines()
+    for i in range(12):
+        page.locator(f'#chat button[aria-label="{"Like" if i % 2 == 0 else "Dislike"}"]').last.click()
+        time.sleep(0.15)
+    deadline = time.time() + 10
+    while time.time() < deadline and lines() == before:
+        time.sleep(0.1)
+    time.sleep(2)  # the other clicks' events have been handled by now
+    assert lines() == before + 1
+    assert json.loads(feedback.read_text().splitlines()[-1])["question"] == TIME_MOE_Q
+    monkeypatch.setattr(web, "FEEDBACK_MAX_BYTES", feedback.stat().st_size)  # the file is full
+    ask(page, SAE, answers_before=1)
+    size = feedback.stat().st_size
+    page.locator('#chat button[aria-label="Like"]').last.click()
+    page.get_by_text("feedback file is full").wait_for(timeout=10_000)
+    assert feedback.stat().st_size == size
+
+
+def test_a_number_inside_a_quoted_abstract_stays_text(page, llm):
+    """The extractive answer quotes "Narwhal tusks sense salinity gradients [1] as shown in [2]." (the abstract's
+    own reference numbers): only the app's citation after it links to a card, and every link is a citation the
+    answer's JSON lists."""
+    import re
+
+    llm.mode = "500"
+    try:
+        ask(page, "How do narwhal tusks sense salinity gradients?")
+    finally:
+        llm.mode = "normal"
+    bot = page.locator("#chat [data-testid=bot]").last
+    assert "extractive" in bot.inner_text()
+    assert "Narwhal tusks sense salinity gradients [1] as shown in [2]" in bot.inner_text()
+    html = bot.inner_html()
+    assert re.search(r"gradients \[1\] as shown in \[2\] \[<a ", html), html  # the quoted numbers: text
+    with page.expect_download() as download:
+        page.click("#export-json")
+    exported = json.loads(open(download.value.path(), encoding="utf-8").read())["answers"][-1]
+    cited = {f"#src-0-{c['n']}" for c in exported["citations"]}
+    hrefs = bot.locator('a[href^="#src-"]').evaluate_all("els => els.map(e => e.getAttribute('href'))")
+    assert hrefs and set(hrefs) <= cited, (hrefs, cited)
+    narwhal = next(c["n"] for c in exported["citations"] if c["paper_id"] == "quoted-refs")
+    assert hrefs.count(f"#src-0-{narwhal}") == 1  # the app's own marker, once
+
+
+def test_bidi_overrides_are_taken_out_of_cards_and_related_lists(page):
+    """`Alice \u202eecilA` read "Alice Alice" and reversed the card's own words after it; the card shows the
+    letters without the override, and a link to another site than openreview.net is named by its host."""
+    ask(page, "Axolotl gill regrowth after injury with lineage tracing")
+    sources = page.locator("#sources")
+    for details in sources.locator("details").all():
+        details.evaluate("d => d.open = true")  # abstracts, author lists and Related lists, all open
+    text = sources.inner_text()
+    assert "Axolotl ecilA gill regrowth" in text and "Alice ecilA" in text and "Carol Dee" in text
+    assert not set(BIDI_CONTROLS) & set(text), [hex(ord(c)) for c in set(BIDI_CONTROLS) & set(text)]
+    related = sources.locator(".src-related .rel-card")
+    assert related.count() and "Axolotl ecilA gill regrowth" in " ".join(related.all_inner_texts())
+    card = sources.locator('.src-card:has-text("Axolotl ecilA")').first
+    assert card.locator('a[href="https://phish.example/openreview"]').inner_text() == "phish.example"
+    assert card.locator("a", has_text="OpenReview").count() == 0
 
 
 def test_the_markdown_export_renders_as_text_in_a_markdown_viewer(page, browser, trap):
