@@ -26,7 +26,8 @@ def corpus(tmp_path_factory) -> Corpus:
     words fall under the 0.5% document frequency of a rare term)."""
     path = tmp_path_factory.mktemp("corpus") / "papers.jsonl"
     others = [{"id": f"p{i}", "title": f"A study of training number {i}",
-               "abstract": "ML work on a chip: our method reduces and optimizes proxy metrics instead of the final timing of training."}
+               "abstract": "ML work on a chip: our method reduces and optimizes proxy metrics instead of the "
+                           "final timing of training."}
               for i in range(250)]
     path.write_text("\n".join(json.dumps(r) for r in [GOLD, *others]) + "\n", encoding="utf-8")
     return Corpus(path)
