@@ -7,10 +7,10 @@ STAMP  := $(VENV)/.installed
 SEEDS  := seeds
 CORPUS ?= rag/data/iclr2025.jsonl
 # Dev sets first (tuned on), then the held-out ones (never tuned on): eval/README.md
-EVAL_SETS := $(addprefix eval/questions/,seeds_dev.jsonl corpus_dev.jsonl zh_dev.jsonl corpus_heldout.jsonl \
+EVAL_SETS := $(addprefix eval/questions/,seeds_dev.jsonl corpus_dev.jsonl zh_dev.jsonl describe_dev.jsonl corpus_heldout.jsonl \
              zh_heldout.jsonl corpus_none.jsonl corpus_none_v2.jsonl corpus_figures.jsonl corpus_heldout_v2.jsonl \
              corpus_none_v3.jsonl corpus_figures_v2.jsonl types_dev.jsonl types_dev2.jsonl types_dev3.jsonl types_heldout.jsonl types_fresh.jsonl \
-             compare_none.jsonl corpus_answerable_v4.jsonl corpus_figures_v4.jsonl corpus_none_v4.jsonl)
+             compare_none.jsonl corpus_answerable_v4.jsonl corpus_figures_v4.jsonl corpus_none_v4.jsonl describe_heldout.jsonl)
 
 .DEFAULT_GOAL := help
 .PHONY: help install run ingest test test-fast lint soak system-deps bench eval model clean
@@ -42,9 +42,10 @@ test: $(STAMP) system-deps lint ## Install what the tests need (chromium, strace
 test-fast: $(STAMP) ## The edit loop: tests without a browser, a Chroma server or long runs (no apt-get)
 	$(BIN)/python -m pytest -q -m "not browser and not server and not slow"
 
-lint: $(STAMP) ## ruff over the code and tests, mypy over rag/
+lint: $(STAMP) ## ruff over the code and tests, mypy over rag/, the describe sets' wording rule (eval/check_describe.py)
 	$(BIN)/ruff check rag tests eval bench
 	$(BIN)/mypy
+	$(BIN)/python eval/check_describe.py
 
 soak: $(STAMP) system-deps ## Long reliability runs: 1,000+ fuzzed inputs, 10 kill -9 trials, 60 s of 20-session load
 	$(BIN)/python -m pytest tests/reliability --soak -s -q
