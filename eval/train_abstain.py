@@ -35,10 +35,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag.answering import abstain  # noqa: E402
 from rag.config import Settings  # noqa: E402
-from rag.engine import Engine  # noqa: E402
 from rag.search.retrieve import RetrievalParams  # noqa: E402
+from rag.answering import abstain  # noqa: E402
+from rag.engine import Engine  # noqa: E402
 
 SEED = 2025
 MAX_TRAIN_FALSE_REFUSAL = 0.03

@@ -21,26 +21,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from rag.store import lock
-
-from rag.generation import prompts, support
-
-from rag.query import zh
-from rag.answering.extractive import (MAX_LISTED, Answer, Delta, Restart, Source, passes_bar, related_answer,
-                        should_abstain, sources_from)
-from rag.store.catalog import enrich
-from rag.answering.compose import compose
+from rag.errors import RagError, whole_number
 from rag.config import Settings
+from rag.text import plain
+from rag.store import lock
+from rag.store.catalog import enrich
 from rag.store.embeddings import Embedder, make_embedder
 from rag.store.index import IngestStats, PaperIndex, StoredPaper, open_client
-from rag.query.intent import Intent, parse
-from rag.generation.llm import ChatClient, LLMError
 from rag.store.ingest import read_paths
+from rag.query import zh
+from rag.query.intent import Intent, parse
 from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams
-from rag.text import plain
-from rag.errors import RagError, whole_number
 from rag.explore.related import PaperNotFound, Related, explorer, find_paper
-from rag.explore.topicmap import TopicMap, answer_topics, topic_map
+from rag.explore.topicmap import TopicMap, topic_map
+from rag.generation import prompts, support
+from rag.generation.llm import ChatClient, LLMError
+from rag.answering.collection import answer_topics, related_answer
+from rag.answering.compose import compose
+from rag.answering.extractive import MAX_LISTED, passes_bar, should_abstain
+from rag.answering.records import Answer, Delta, Restart, Source, sources_from
 
 MAX_QUESTION_CHARS = 2_000
 MAX_K = MAX_LISTED  # papers one question can ask for (a count checks this many)

@@ -23,8 +23,8 @@ this module).
 
 from __future__ import annotations
 
-from rag.search.retrieve import Retrieval
 from rag.text import tokenize
+from rag.search.retrieve import Retrieval
 
 SIDE_DEPTH = 5  # a side's paper is looked for among this many top hits
 TITLE_COVER = 0.6  # share of a side's content terms its paper's title contains

@@ -25,15 +25,15 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from rag.generation import prompts
-from rag.answering.extractive import (NO_ANSWER, RECORD_TYPES, Answer, Delta, Restart, Source, abstention_text,
-                                      extractive, should_abstain)
-from rag.generation.citations import StreamFilter
-from rag.answering.compare import side_papers
 from rag.config import Settings
 from rag.query.intent import Intent
-from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.search.retrieve import Retrieval
+from rag.generation import prompts
+from rag.generation.citations import StreamFilter
+from rag.generation.llm import ChatClient, Completion, LLMError
+from rag.answering.compare import side_papers
+from rag.answering.extractive import NO_ANSWER, RECORD_TYPES, abstention_text, extractive, should_abstain
+from rag.answering.records import Answer, Delta, Restart, Source
 
 # A follow-up about the previous answer's papers is answered from them unless its best sentence scores below this
 # (cosine + term bonus). Chosen on a handful of seed follow-ups ("What did they compare against?" 0.09, "How much

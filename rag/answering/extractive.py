@@ -1,7 +1,5 @@
-"""Answer: retrieved papers -> one `Answer` with numbered, cited `Source`s. The one result type of the project.
-
-Every shell (CLI `--json`, web chat, evaluation) reads the same `Answer`. Sources are numbered by retrieval
-rank, [1] being the best; `citations` are the sources the answer text actually cites, in order of first use.
+"""Extractive answers: retrieved papers -> the text of an `Answer` (`rag.answering.records`) without an LLM, and
+the abstention bar.
 
 Extractive mode (the default, used when no LLM is configured) answers by question type (`rag.query.intent`): the
 record's authors, decision or link; a list or a count of the papers that pass the relevance bar, the bar stated;
@@ -44,17 +42,12 @@ used over collections of 1,000+ papers only (fitted at that scale).
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
 
-from rag.answering import abstain, explain as explain_order
 from rag.config import Settings
-from rag.store.index import StoredPaper
+from rag.text import is_boilerplate
 from rag.search.retrieve import Retrieval, ScoredSentence
-from rag.text import first_sentence, is_boilerplate
-
-if TYPE_CHECKING:
-    from rag.explore.related import Related
+from rag.answering import abstain, explain as explain_order
+from rag.answering.records import Source
 
 MAX_PER_PAPER = 2  # sentences quoted from one paper in an extractive answer
 RELATIVE_FLOOR = 0.8  # a quoted sentence scores at least this share of the best sentence's score
@@ -70,115 +63,11 @@ ONE_PAPER_SENTENCES = 3
 ONE_PAPER_FLOOR = 0.7
 
 
-@dataclass
-class Source:
-    """A retrieved paper as shown next to an answer. `n` is its citation number."""
-
-    n: int
-    paper_id: str
-    title: str  # the paper's title, or a readable label ("file.txt #3") when it has none
-    authors: list[str]
-    decision: str
-    url: str
-    text: str  # the whole abstract ("" for a title-only paper)
-    snippet: str  # the sentence that best matches the question
-    score: float  # fused retrieval score, 0..1
-    venue: str = ""
-    has_title: bool = True
-    has_abstract: bool = True  # False: a title-only paper; `text` and `snippet` are empty
-    enriched_from: str = ""  # where the title, ... came from when the file had only the abstract (rag.store.catalog)
-    dense: float | None = None
-    bm25: float | None = None
-
-
-@dataclass
-class Answer:
-    question: str
-    answer: str
-    mode: str  # "extractive" or "llm"
-    abstained: bool
-    citations: list[Source]
-    sources: list[Source]
-    timings: dict[str, float] = field(default_factory=dict)  # milliseconds
-    confidence: float = 0.0  # score of the best sentence of the top papers: what the abstention gate looks at
-    retrieval_query: str = ""  # what was searched, when it differs from the question (follow-ups)
-    notices: list[str] = field(default_factory=list)  # things the user should know (truncated input, ...)
-    model: str = ""  # the LLM that wrote the answer (mode "llm")
-    fallback_reason: str = ""  # why an LLM was configured but the answer is extractive
-    fabricated: int = 0  # citations the LLM made to source numbers it was not given (removed from the text)
-    unsupported: list[str] = field(default_factory=list)  # cited sentences the cited abstracts barely support
-    usage: dict[str, int | None] = field(default_factory=dict)  # prompt/completion tokens reported by the LLM
-    answer_type: str = "explain"  # what kind of answer the question asked for (`rag.query.intent`)
-    filters: dict[str, Any] = field(default_factory=dict)  # decisions / author applied, and which the question set
-    focus: list[str] = field(default_factory=list)  # a follow-up answered from these papers of the previous answer
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
-    def cited_ids(self) -> list[str]:
-        """The ids of the cited papers: what a follow-up's history passes back (`paper_ids`)."""
-        return [c.paper_id for c in self.citations]
-
-
-@dataclass
-class Delta:
-    """A piece of answer text, streamed as it is written."""
-
-    text: str
-
-
-@dataclass
-class Restart:
-    """Discard the text streamed so far: what follows replaces it (the LLM failed mid-answer)."""
-
-    reason: str
-
-
 # How models say "not in the sources" (the answer prompt asks for the first wording).
 NO_ANSWER = re.compile(
     r"sources do not contain an answer|(?:sources|abstracts|papers) (?:do|does) not (?:contain|mention|cover|"
     r"address|discuss|say)|not (?:contained|mentioned|covered|addressed) in the (?:sources|abstracts)|"
     r"cannot be answered (?:from|with|using) the (?:sources|abstracts)", re.IGNORECASE)
-
-
-def source_of(paper: StoredPaper, n: int, score: float = 1.0, snippet: str = "") -> Source:
-    """A paper as the n-th source of an answer that was not retrieved by a question (related papers, topics)."""
-    return Source(n=n, paper_id=paper.paper_id, title=paper.title or paper.label, authors=list(paper.authors),
-                  decision=paper.decision, url=paper.url, text=paper.abstract,
-                  snippet=snippet or first_sentence(paper.abstract), score=round(score, 4), venue=paper.venue,
-                  has_title=bool(paper.title), has_abstract=paper.has_abstract, enriched_from=paper.enriched_from)
-
-
-def related_answer(question: str, related: Related, notices: list[str], filters: dict[str, Any] | None = None
-                   ) -> Answer:
-    """ "Which papers are related to X?": X [1] and its nearest papers by whole-paper vector (`rag.explore.related`);
-    "Which orals are related to X?": its nearest papers with that decision (`filters["decisions"]`)."""
-    filters = filters or {"decisions": [], "author": None, "from_question": []}
-    kind = " or ".join(_decision_kind(d) for d in filters["decisions"])  # "oral", "oral or spotlight"
-    kinds = f"{kind} " if kind else ""
-    sources = [source_of(related.paper, 1)] + [source_of(nb.paper, i, nb.score)
-                                                for i, nb in enumerate(related.related, start=2)]
-    lines = [f"The {kinds}papers nearest to “{sources[0].title}” [1] (by the similarity of their whole abstracts):"]
-    lines += [f"{BULLET} {s.title} [{s.n}] (similarity {s.score:.2f})" for s in sources[1:]]
-    if len(sources) == 1:
-        lines = [f"No other {kinds}paper in the list is near “{sources[0].title}” [1]."]
-    return Answer(question=question, answer="\n".join(lines), mode="extractive", abstained=False,
-                  citations=list(sources), sources=sources, confidence=1.0, notices=notices, answer_type="related",
-                  filters=filters)
-
-
-def sources_from(retrieval: Retrieval) -> list[Source]:
-    out = []
-    for n, hit in enumerate(retrieval.hits, start=1):
-        p = hit.paper
-        out.append(Source(n=n, paper_id=p.paper_id, title=p.label, authors=list(p.authors), decision=p.decision,
-                          url=p.url, text=p.abstract, snippet=hit.snippet, score=round(hit.score, 4),
-                          venue=p.venue, has_title=bool(p.title), has_abstract=p.has_abstract,
-                          enriched_from=p.enriched_from,
-                          dense=None if hit.dense is None else round(hit.dense, 4),
-                          bm25=None if hit.bm25 is None else round(hit.bm25, 4)))
-    return out
 
 
 def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:

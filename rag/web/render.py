@@ -16,8 +16,8 @@ from __future__ import annotations
 import html
 import re
 
-from rag.generation.cost import money
 from rag.text import first_sentence, tokenize
+from rag.generation.cost import money
 
 CSS = """
 .src-card {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 10px 12px; margin: 0 0 10px 0;}

@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import numpy as np
 
+from rag.search.retrieve import RetrievalParams
 from rag.answering import abstain
 from rag.answering.extractive import should_abstain
 from rag.evaluation.harness import load_questions, run
-from rag.search.retrieve import RetrievalParams
 
 
 def test_features_and_fitted_weights_agree(seed_engine):

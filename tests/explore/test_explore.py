@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from rag.cli import main
-from rag.explore.related import PaperNotFound, find_paper, related_recall
 from rag.query.intent import parse
+from rag.explore.related import PaperNotFound, find_paper
 from rag.explore.topicmap import build, fingerprint, label_terms, map_path, topic_map
+from rag.evaluation.harness import related_recall
 from rag.web.mapview import MapPanel
 from rag.web.render import paper_card, sources_panel
+from rag.cli import main
 
 SAE_ID = "k2ZVAzVeMP"  # the seed 000: "Efficient Dictionary Learning with Switch Sparse Autoencoders"
 SAE_TITLE = "Efficient Dictionary Learning with Switch Sparse Autoencoders"

@@ -3,8 +3,8 @@
 
 import pytest
 
-from rag.engine import previous_papers, standalone_question
 from rag.query.intent import comparison_sides, parse
+from rag.engine import previous_papers, standalone_question
 
 KNOWN = {"yoshua bengio", "percy liang", "max tegmark"}
 
