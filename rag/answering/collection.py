@@ -6,13 +6,13 @@ each with its counts and one or two example papers cited.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from rag.answering.extractive import BULLET, _decision_kind
 from rag.answering.records import Answer, Source, source_of
 from rag.explore.related import Related
 from rag.explore.topicmap import KINDS, TopicMap, kind
+from rag.query.intent import Intent
 from rag.store.index import StoredPaper
 
 
@@ -37,17 +37,17 @@ def related_answer(question: str, related: Related, notices: list[str], filters:
 # ---- "which topics have the most orals?" ----------------------------------------------------------------------
 
 SHOWN = 5  # topics an answer lists
-_FEWEST = re.compile(r"\b(?:fewest|least|smallest|lowest|fewer)\b", re.I)
 
 
-def answer_topics(question: str, decisions: list[str], tmap: TopicMap, papers: list[StoredPaper],
+def answer_topics(question: str, intent: Intent, tmap: TopicMap, papers: list[StoredPaper],
                   notices: list[str] | None = None) -> Answer:
     """The `Answer` to a question about the topics: the SHOWN topics with the most (or fewest) papers of the kind
-    the question names (`decisions`, from its words: "orals" -> Accept (Oral)), each with its counts and one or two
-    example papers of that kind, cited."""
+    the question names (`intent.decisions`, from its words: "orals" -> Accept (Oral)), each with its counts and one
+    or two example papers of that kind, cited."""
+    decisions = intent.decisions
     wanted = kind(decisions[0]) if len(decisions) == 1 else "papers"
     count = (lambda t: t.size) if wanted == "papers" else (lambda t: t.decisions.get(wanted, 0))
-    fewest = bool(_FEWEST.search(question))
+    fewest = intent.fewest
     ranked = sorted(tmap.topics, key=lambda t: (count(t) if fewest else -count(t), t.n))
     if not fewest:  # "the most orals": a topic with none is not among them
         ranked = [t for t in ranked if count(t) > 0]

@@ -23,6 +23,8 @@ this module).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rag.text import tokenize
 from rag.search.retrieve import Retrieval
 
@@ -34,7 +36,7 @@ _GENERIC = set(tokenize(["paper papers work approach approaches method methods f
                          "propose one new"])[0])
 
 
-def side_papers(retrieval: Retrieval, sides: list[str]) -> list[int]:
+def side_papers(retrieval: Retrieval, sides: Sequence[str]) -> list[int]:
     """Index into `retrieval.hits` of the paper each side names, in the order of `sides`; [] unless there are two
     or more sides and every one is found in a paper of its own among the top SIDE_DEPTH hits."""
     if len(sides) < 2 or not retrieval.hits:
@@ -44,7 +46,7 @@ def side_papers(retrieval: Retrieval, sides: list[str]) -> list[int]:
     texts = [set(t) for t in tokenize([h.paper.search_text for h in hits])]
     rare_limit = max(2, retrieval.corpus_size // 200)
     chosen: list[int] = []
-    for terms in tokenize(sides):
+    for terms in tokenize(list(sides)):
         content = set(terms) - _GENERIC
         if not content or any(retrieval.term_df.get(t) == 0 for t in content):
             return []  # a term no paper contains ("the Brackenridge reward model"): the collection lacks that side

@@ -123,7 +123,7 @@ def test_topic_labels_are_the_words_distinctive_of_each_cluster():
 ])
 def test_topic_questions_are_recognized(question, decisions):
     intent = parse(question)
-    assert intent.type == "topics" and intent.decisions == decisions
+    assert intent.type == "topics" and intent.decisions == tuple(decisions)
 
 
 @pytest.mark.parametrize("question", ["Which areas of robotics use diffusion?", "Which papers on topics of fairness?",
