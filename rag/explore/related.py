@@ -97,9 +97,6 @@ class Explorer:
                 self.state = state
             return self.state, self.vectors
 
-    def find(self, query: str) -> StoredPaper:
-        return find_paper(self._load()[0].papers, query)
-
     def related(self, query: str, k: Any = None, decisions: Sequence[str] = ()) -> Related:
         """The `k` papers nearest the paper `query` names (id or title), best first; with `decisions`, only papers
         with one of them ("Which orals are related to X?")."""
