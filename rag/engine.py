@@ -386,6 +386,7 @@ class Engine:
         plan = self._plan(question, history, llm, decisions, author, question_filters)
         intent, search, focus, filters = plan.intent, plan.search, plan.focus, plan.filters
         if answered := self._without_search(question, intent, focus, k, filters, notices, started):
+            answered[-1].policy = self.settings.policy_hash  # type: ignore[union-attr]  # ends with the Answer
             yield from answered
             return
         k = len(focus) if focus else k or self.settings.k
@@ -413,6 +414,7 @@ class Engine:
                            + ("." if answer.abstained else ": the answer is from the nearest papers."))
         done = time.perf_counter()
         answer.timings.update(answer_ms=_ms(retrieved, done), total_ms=_ms(started, done))
+        answer.policy = self.settings.policy_hash
         yield answer
 
     def _retrieve(self, intent: Intent, search: str, k: int, filters: dict[str, Any], focus: list[str]

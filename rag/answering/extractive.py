@@ -49,18 +49,9 @@ from rag.search.retrieve import Retrieval, ScoredSentence
 from rag.answering import abstain, explain as explain_order
 from rag.answering.records import Source
 
-MAX_PER_PAPER = 2  # sentences quoted from one paper in an extractive answer
-RELATIVE_FLOOR = 0.8  # a quoted sentence scores at least this share of the best sentence's score
-# An explain answer quotes one paper when the question names it (`Retrieval.named_match`) or when its best sentence
-# leads the other papers' by LEAD (`leads`): up to ONE_PAPER_SENTENCES of it, each scoring at least ONE_PAPER_FLOOR
-# of its best. Chosen on the dev sets' single-paper questions (seeds_dev and types_dev explain, 82, over the 2,114
-# papers): answers citing only the gold paper 0.585 -> 0.780, answer facts 0.811 -> 0.854, 607 -> 661 characters
-# (LEAD 0.03: 0.793 / 0.823; 0.08: 0.732 / 0.835; one paper always: 0.805 / 0.744; floor 0.6: facts 0.860 at 680
-# characters; 4 sentences: 0.878 at 769 characters, too long for a short answer). Which of its sentences: its
-# contribution sentence and the two after it when it has one (`rag.answering.explain.passage`), else the best by score.
-LEAD = 0.05
-ONE_PAPER_SENTENCES = 3
-ONE_PAPER_FLOOR = 0.7
+# How many sentences from which papers (MAX_PER_PAPER, RELATIVE_FLOOR, LEAD, ONE_PAPER_*): `Settings.policy`
+# (`AnswerPolicy`, rag/config.py), each with the set and figure that chose it. Which of a one-paper answer's
+# sentences: its contribution sentence and the two after it when it has one (`rag.answering.explain.passage`).
 
 
 # How models say "not in the sources" (the answer prompt asks for the first wording).
@@ -113,16 +104,9 @@ def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], 
 
 
 RECORD_TYPES = ("authors", "decision", "link")
-# A listed or counted paper also contains at least this share of the question's topic (`rag.search.topical`), relative
-# to the best-covered paper near the question: "near" is not "about". Chosen on types_dev's counts and lists (0.5:
-# cited papers on the gold lists 0.43 -> 0.60 for counts, no gold paper lost; 0.6 lost two of 41), a round "half
-# of the topic" a user can be told.
-TOPIC_BAR = 0.5
+# A listed or counted paper holds TOPIC_BAR of the question's topic and a sentence at SENTENCE_SHARE of the best
+# paper's: `AnswerPolicy.topic_bar` / `sentence_share` (rag/config.py).
 MAX_LISTED = 50  # papers a question can ask for, and a count checks at most (`rag.engine.MAX_K`)
-# ... and its best sentence scores at least this share of the best paper's (and never below the abstention
-# threshold). Chosen with TOPIC_BAR on types_dev's 12 counts and lists (citations on gold or judged-relevant
-# papers / share of the gold named): 0.683 / 0.892 without it, 0.740 / 0.871 at 0.7, 0.838 / 0.768 at 0.8.
-SENTENCE_SHARE = 0.7
 BULLET = "•"
 
 
@@ -163,7 +147,7 @@ def sentence_bar(retrieval: Retrieval, settings: Settings) -> float:
     """The score a list's paper's best sentence (a title-only paper: its title) must reach: `abstain_threshold`,
     or SENTENCE_SHARE of the best paper's, whichever is higher."""
     best = max((_relevance(hit) for hit in _pool(retrieval)), default=0.0)
-    return max(settings.abstain_threshold, SENTENCE_SHARE * best)
+    return max(settings.abstain_threshold, settings.policy.sentence_share * best)
 
 
 def passes_bar(retrieval: Retrieval, settings: Settings, whole_list: bool = False) -> list[int]:
@@ -175,7 +159,7 @@ def passes_bar(retrieval: Retrieval, settings: Settings, whole_list: bool = Fals
     cutoff = sentence_bar(retrieval, settings)
     near = [i for i, hit in enumerate(retrieval.hits) if _relevance(hit) >= cutoff]
     best = max((hit.topical for hit in _pool(retrieval) if _relevance(hit) >= cutoff), default=0.0)
-    return [i for i in near if retrieval.hits[i].topical >= TOPIC_BAR * best]
+    return [i for i in near if retrieval.hits[i].topical >= settings.policy.topic_bar * best]
 
 
 def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], settings: Settings,
@@ -204,8 +188,8 @@ def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], setti
             lines.append(f"{BULLET} {s.title} [{s.n}] (title only: the list has no abstract for it)")
     n = len(passing)
     papers, each = ("paper", "it has") if n == 1 else ("papers", "each has")
-    bar_text = (f"a sentence scoring at least {bar:.2f} against the question and {TOPIC_BAR:.0%} of the key terms "
-                "the best match has")
+    bar_text = (f"a sentence scoring at least {bar:.2f} against the question and {settings.policy.topic_bar:.0%} of "
+                "the key terms the best match has")
     if whole_list:
         head = f"{n} {papers} found:"
     elif answer_type == "count":
@@ -239,13 +223,14 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
     one = None  # the paper the answer quotes alone, if any
     if retrieval.named_match:  # the question names it ("What is CURIE?"): the paper found to contain the name
         one = next((i for i, hit in enumerate(retrieval.hits) if hit.paper.has_abstract), None)
-    elif single_paper or leads(ranked):
+    elif single_paper or leads(ranked, settings.policy.lead):
         one = ranked[0].paper_index
     single_paper = one is not None and any(s.paper_index == one for s in ranked)
     if single_paper:
         ranked = [s for s in ranked if s.paper_index == one]
-    per_paper_limit = ONE_PAPER_SENTENCES if single_paper else MAX_PER_PAPER
-    floor = (ONE_PAPER_FLOOR if single_paper else RELATIVE_FLOOR) * ranked[0].score
+    policy = settings.policy
+    per_paper_limit = policy.one_paper_sentences if single_paper else policy.max_per_paper
+    floor = (policy.one_paper_floor if single_paper else policy.relative_floor) * ranked[0].score
     chosen: list[ScoredSentence] = []
     per_paper: dict[int, int] = {}
     for sentence in ranked:
@@ -277,11 +262,11 @@ _ASKS_FOR_CODE = re.compile(r"\b(?:code|github|repo|repository|implementation|we
                             r"download|released?|open[- ]source[ds]?|available)\b", re.IGNORECASE)
 
 
-def leads(ranked: list[ScoredSentence]) -> bool:
+def leads(ranked: list[ScoredSentence], lead: float) -> bool:
     """Whether the paper of the best sentence answers alone: its best sentence beats every other paper's best by
     LEAD (the question is about that paper, so other papers' sentences would only dilute the answer)."""
     others = [s.score for s in ranked if s.paper_index != ranked[0].paper_index]
-    return bool(ranked) and (not others or ranked[0].score - max(others) >= LEAD)
+    return bool(ranked) and (not others or ranked[0].score - max(others) >= lead)
 
 
 def _names(authors: list[str]) -> str:

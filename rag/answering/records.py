@@ -56,6 +56,7 @@ class Answer:
     answer_type: str = "explain"  # what kind of answer the question asked for (`rag.query.intent`)
     filters: dict[str, Any] = field(default_factory=dict)  # decisions / author applied, and which the question set
     focus: list[str] = field(default_factory=list)  # a follow-up answered from these papers of the previous answer
+    policy: str = ""  # short hash of the answer policy that answered (`Settings.policy_hash`)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
