@@ -141,8 +141,8 @@ def test_a_title_only_record_is_a_paper_and_other_records_without_abstract_stay_
     assert [p.paper_id for p in result.papers] == ["t1", stable_id("A title-only paper without an id", "title-"),
                                                    "t7"]
     t1 = result.papers[0]
-    assert (t1.has_abstract, t1.abstract, t1.title, t1.authors, t1.preview) == (
-        False, "", "Quokka Telemetry with Tiny Transformers", ("Ada Q",), "")
+    assert (t1.has_abstract, t1.abstract, t1.title, t1.authors) == (
+        False, "", "Quokka Telemetry with Tiny Transformers", ("Ada Q",))
     assert result.papers[2].has_abstract
     assert [str(p) for p in result.problems] == [
         f'{path}:3: no title: a paper without an abstract ("has_abstract": false) needs its title',
