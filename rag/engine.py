@@ -68,6 +68,10 @@ class QuestionError(RagError, ValueError):
     """The question cannot be asked as given (empty, ...); the message is for the user."""
 
 
+class NoIndexError(RagError, LookupError):
+    """There is no index to answer from (none in the data dir, or an empty one); the message names `rag ingest`."""
+
+
 # Markup pasted into a question ("<script>alert(1)</script> Which papers ...?"): HTML comments, tags of HTML's own
 # elements (so "List<String>" and "accuracy<baseline and loss>0" are text), a closed script or style element with
 # its content (an unclosed `<script>` loses only its tag), Markdown images and the target of Markdown links.
@@ -228,6 +232,15 @@ class Plan:
     focus: list[str]  # a follow-up's papers: those of the previous answer it refers to
     filters: dict[str, Any]  # {"decisions", "author", "from_question": the kinds the question's words set}
     fallback: str  # why the LLM's follow-up rewrite failed, if it did
+
+
+@dataclass
+class Search:
+    """What `Engine.search` found: the papers as numbered `Source`s, best first, and what was searched."""
+
+    query: str  # the query as searched (control characters and markup left out, cut to MAX_QUESTION_CHARS)
+    sources: list[Source]
+    notices: list[str]  # what the user should know (the query was cut, markup left out)
 
 
 @dataclass
@@ -565,6 +578,38 @@ class Engine:
 
     def is_empty(self) -> bool:
         return self.index.count() == 0
+
+    def require_index(self, empty_ok: bool = False) -> None:
+        """Raise a one-line RagError naming the fix when there is nothing to answer from: a `rag serve` holds this
+        embedded store (`rag.store.lock`), there is no index in the data dir (nothing is created there), or, unless
+        `empty_ok`, it holds no paper. Shells over an existing index call it first; a long-running one (`rag mcp`)
+        before every call, since a `rag serve` may have started on the store since."""
+        lock.check_free(self.settings, "open it")
+        if not self.settings.chroma_url and not self.settings.chroma_path.exists():
+            raise NoIndexError(f"there is no index in {self.settings.data_dir}: run `rag ingest PATH` first, or "
+                               "point --data-dir / RAG_DATA_DIR at an existing one")
+        if not empty_ok and self.is_empty():
+            raise NoIndexError(f"the index in {self.settings.data_dir} is empty; run `rag ingest PATH` first")
+
+    def search(self, query: str, k: int | None = None, decision: str | list[str] | None = None,
+               author: str | None = None) -> Search:
+        """The papers a query finds, best first, with their best-matching sentence, without writing an answer:
+        for callers that rank or show papers themselves (the MCP `search_papers` tool). The query is searched as
+        given (no question type, no filters read from its words); the input checks are those of `ask`."""
+        if not isinstance(query, str):
+            raise QuestionError("the query must be text.")
+        query, notices = clean_question(query)
+        k, author = check_k(k), check_author(author)
+        retriever = self.retriever
+        decisions = check_decisions(decision, set(retriever.state.decisions.tolist()) - {""})
+        params = RetrievalParams.from_settings(self.settings, k=k or self.settings.k, decisions=tuple(decisions),
+                                               author=author)
+        return Search(query, sources_from(retriever.retrieve(zh.retrieval_query(query), params)), notices)
+
+    def paper(self, id_or_title: str) -> StoredPaper:
+        """The paper an id, an OpenReview link or a title names (`rag.explore.related.find_paper`), or else
+        PaperNotFound."""
+        return find_paper(self.retriever.state.papers, id_or_title)
 
 
 def _ms(a: float, b: float) -> float:

@@ -22,7 +22,7 @@ from helpers import SEEDS, free_port  # noqa: E402  (after the environment is cl
 # Store-parametrized tests run against the embedded store and a real `chroma run`; the latter are marked `server`.
 SERVER = pytest.param("server", marks=pytest.mark.server)
 # Whole modules that start processes, run for a long time or sweep many inputs: `make test-fast` leaves them out.
-SLOW_MODULES = {"test_cli.py", "test_crash.py", "test_eval.py", "test_serve.py"}
+SLOW_MODULES = {"test_cli.py", "test_crash.py", "test_mcp.py", "test_eval.py", "test_serve.py"}
 # ... and single tests of other modules that spawn the CLI, wait out timeouts on purpose, or repeat a fast unit test
 # through the whole engine for every case (test_citations.py covers the same cases in milliseconds).
 SLOW_TESTS = {

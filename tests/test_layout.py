@@ -9,7 +9,8 @@ from helpers import ROOT
 
 # Lowest first: a module may import its own wing or any wing above it in this list, never one below.
 ORDER = ["rag.errors", "rag.config", "rag.text", "rag.store", "rag.query", "rag.search", "rag.explore",
-         "rag.generation", "rag.answering", "rag.engine", "rag.evaluation", "rag.web", "rag.cli", "rag.__main__"]
+         "rag.generation", "rag.answering", "rag.engine", "rag.evaluation", "rag.web", "rag.mcp_server", "rag.cli",
+         "rag.__main__"]
 
 
 def _wing(module: str) -> int:
