@@ -175,7 +175,7 @@ def test_help_lists_every_command_and_the_readme_every_setting():
 
     top = rag("--help", check=True).stdout
     assert sorted(cli_main.commands) == sorted(
-        ["ask", "chat", "eval", "ingest", "models", "related", "serve", "stats", "topics"])
+        ["ask", "chat", "eval", "ingest", "mcp", "models", "related", "serve", "stats", "topics"])
     for command in cli_main.commands:
         assert re.search(rf"^\s+{command}\s+\S", top, re.M), command  # listed with its one-line summary
     ask_help = rag("ask", "--help", check=True).stdout
