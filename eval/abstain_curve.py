@@ -18,12 +18,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag.answering import abstain  # noqa: E402
-from rag.query import zh  # noqa: E402
 from rag.config import Settings  # noqa: E402
+from rag.query import zh  # noqa: E402
+from rag.search.retrieve import RetrievalParams  # noqa: E402
+from rag.answering import abstain  # noqa: E402
 from rag.engine import Engine, standalone_question  # noqa: E402
 from rag.evaluation.harness import load_questions  # noqa: E402
-from rag.search.retrieve import RetrievalParams  # noqa: E402
 
 CONFIDENCE_T = Settings.model_fields["abstain_threshold"].default
 

@@ -1,10 +1,12 @@
 """rag: cited question answering over research-paper abstracts, offline by default.
 
-The data flows one way through the modules:
+The data flows one way through wings (sub-packages), and imports run the same way, downward only:
 
-    ingest (files -> papers) -> index (papers -> chunks -> Chroma) -> retrieve (question -> scored papers)
-    -> answer (scored papers -> cited Answer) -> cli / ui (thin shells)
+    store (files -> papers -> chunks and vectors) -> query (what the question asks) -> search (question -> scored
+    papers) -> explore (related papers, topic map) -> generation (LLM, prompts, citations, support)
+    -> answering (scored papers -> one cited `Answer`) -> engine (wires them) -> evaluation, cli, web (shells)
 
+under a floor every wing shares: `rag.errors`, `rag.config` (`Settings`), `rag.text`.
 `rag.engine.Engine` ties them together behind one call: ``Engine(settings).ask(question)``. The library's stable
 names are importable from here (``from rag import Engine, Settings``; README "Python API"); they load on first use,
 so `import rag` (every CLI command, `--help` included) stays fast.

@@ -18,8 +18,8 @@ from typing import Any, Callable
 import click
 
 import rag
-from rag.config import ENV_VARS, Settings
 from rag.errors import RagError, one_line
+from rag.config import ENV_VARS, Settings
 
 EXIT_OK, EXIT_PARTIAL, EXIT_NOTHING = 0, 1, 2
 
@@ -247,7 +247,7 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
 
 def stream_to_terminal(engine, question: str, history, decision: str | None = None, author: str | None = None):
     """Print the answer as it is written, then its sources. Returns the final Answer."""
-    from rag.answering.extractive import Answer, Delta, Restart
+    from rag.answering.records import Answer, Delta, Restart
 
     answer = None
     for event in engine.stream(question, history=history, decision=decision, author=author):

@@ -7,6 +7,8 @@ the project reads the environment for configuration.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +20,53 @@ from rag.errors import RagError
 
 class ConfigError(RagError, ValueError):
     """A setting has a value the app cannot use; the message names the variable or flag to fix."""
+
+
+class AnswerPolicy(BaseModel):
+    """The tuned thresholds of the answer step (rag/answering/), frozen; each says the set and figure that chose it.
+    `Answer.policy` carries a short hash of it (and of the abstention thresholds) so a stored answer says which
+    policy gave it. Not set by environment or flags: changing one is a tuning step, to be measured with `rag eval`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_per_paper: int = Field(2, ge=1, description="Sentences an extractive answer quotes from one paper.")
+    relative_floor: float = Field(
+        0.8, description="A quoted sentence scores at least this share of the best sentence's score.")
+    lead: float = Field(
+        0.05, description="An explain answer quotes one paper when its best sentence leads the others' by this. "
+        "Chosen on seeds_dev + types_dev explain (82 single-paper questions, 2,114 papers): answers citing only the "
+        "gold paper 0.585 -> 0.780, answer facts 0.811 -> 0.854 (0.03: 0.793 / 0.823; 0.08: 0.732 / 0.835).")
+    one_paper_sentences: int = Field(
+        3, ge=1, description="Sentences of a one-paper explanation (same sets: 4 gave facts 0.878 at 769 "
+        "characters, too long for a short answer).")
+    one_paper_floor: float = Field(
+        0.7, description="... each scoring at least this share of its best (same sets: 0.6 gave facts 0.860 at "
+        "680 characters).")
+    topic_bar: float = Field(
+        0.5, description="A listed or counted paper holds at least this share of the best-covered paper's share of "
+        "the question's topic. types_dev counts and lists: cited papers on the gold lists 0.43 -> 0.60, no gold paper "
+        "lost; 0.6 lost two of 41.")
+    sentence_share: float = Field(
+        0.7, description="... and its best sentence scores at least this share of the best paper's. types_dev's 12 "
+        "counts and lists (on-target citations / share of the gold named): 0.683 / 0.892 without, 0.740 / 0.871 "
+        "at 0.7, 0.838 / 0.768 at 0.8.")
+    focus_floor: float = Field(
+        0.05, description="A follow-up about the previous answer's papers is answered from them unless its best "
+        "sentence scores below this. Seed follow-ups: 'What did they compare against?' 0.09, 'How much faster is "
+        "it?' 0.21, 'the capital of France according to them?' 0.03: a weak guard.")
+    side_depth: int = Field(5, ge=1, description="A comparison side's paper is looked for among this many top hits "
+                                                  "(3 held-out comparisons were refused with both papers 1st and 2nd).")
+    title_cover: float = Field(0.6, description="Share of a side's content terms its paper's title contains.")
+    strong_depth: int = Field(2, ge=1, description="A described side may be found in this many top hits.")
+    rare_name_papers: int = Field(
+        200, ge=1, description="A comparison side's term is a rare name when at most max(2, papers / this) papers "
+        "contain it (0.5%). The learned gate's own 'rare' (1%, rag/answering/abstain.py RARE_SHARE) is part of its "
+        "fitted features and stays with them.")
+
+    def digest(self, *extra: Any) -> str:
+        """A short hash of these values and `extra` (the abstention thresholds): which policy answered."""
+        payload = json.dumps([self.model_dump(), *extra], sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
 class Settings(BaseModel):
@@ -68,6 +117,9 @@ class Settings(BaseModel):
         description="Also abstain when the learned abstention model (rag/answering/abstain.py) gives at least this "
                     "probability that the papers do not answer; unset = its fitted threshold, 1.01 = off.",
     )
+
+    policy: AnswerPolicy = Field(default_factory=lambda: AnswerPolicy.model_validate({}),
+                                 description="The answer step's tuned thresholds (AnswerPolicy).")
 
     # The map of the collection (rag/explore/topicmap.py)
     topics: int = Field(20, ge=2, le=100, description="Topic clusters of the collection map and `rag topics` "
@@ -149,6 +201,11 @@ class Settings(BaseModel):
             raise ConfigError("invalid setting: " + "; ".join(problems)) from None
 
     @property
+    def policy_hash(self) -> str:
+        """Which answer policy (with the abstention thresholds) this is: `Answer.policy`."""
+        return self.policy.digest(self.abstain_threshold, self.abstain_model_threshold)
+
+    @property
     def llm_enabled(self) -> bool:
         return bool(self.llm_model)
 
@@ -199,6 +256,7 @@ ENV_VARS: dict[str, str] = {
     "bundled": "RAG_BUNDLED",
     "mcp_port": "RAG_MCP_PORT",
 }
-assert set(ENV_VARS) == set(Settings.model_fields), "every setting needs an environment variable"
+# Every setting has an environment variable but the answer policy, which is tuned with `rag eval`, not set per run.
+assert set(ENV_VARS) == set(Settings.model_fields) - {"policy"}, "every setting needs an environment variable"
 #: The CLI flag of a setting whose flag is not its name with dashes.
 FLAGS: dict[str, str] = {"mcp_port": "--port (rag mcp --http)"}

@@ -21,26 +21,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from rag.store import lock
-
-from rag.generation import prompts, support
-
-from rag.query import zh
-from rag.answering.extractive import (MAX_LISTED, Answer, Delta, Restart, Source, passes_bar, related_answer,
-                        should_abstain, sources_from)
-from rag.store.catalog import enrich
-from rag.answering.compose import compose
+from rag.errors import RagError, whole_number
 from rag.config import Settings
+from rag.text import plain
+from rag.store import lock
+from rag.store.catalog import enrich
 from rag.store.embeddings import Embedder, make_embedder
 from rag.store.index import IngestStats, PaperIndex, StoredPaper, open_client
-from rag.query.intent import Intent, parse
-from rag.generation.llm import ChatClient, LLMError
 from rag.store.ingest import read_paths
+from rag.query import zh
+from rag.query.intent import Intent, parse
 from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams
-from rag.text import plain
-from rag.errors import RagError, whole_number
 from rag.explore.related import PaperNotFound, Related, explorer, find_paper
-from rag.explore.topicmap import TopicMap, answer_topics, topic_map
+from rag.explore.topicmap import TopicMap, topic_map
+from rag.generation import prompts, support
+from rag.generation.llm import ChatClient, LLMError
+from rag.answering.collection import answer_topics, related_answer
+from rag.answering.compose import compose
+from rag.answering.extractive import MAX_LISTED, passes_bar, should_abstain
+from rag.answering.records import Answer, Delta, Restart, Source, sources_from
 
 MAX_QUESTION_CHARS = 2_000
 MAX_K = MAX_LISTED  # papers one question can ask for (a count checks this many)
@@ -400,6 +399,7 @@ class Engine:
         plan = self._plan(question, history, llm, decisions, author, question_filters)
         intent, search, focus, filters = plan.intent, plan.search, plan.focus, plan.filters
         if answered := self._without_search(question, intent, focus, k, filters, notices, started):
+            answered[-1].policy = self.settings.policy_hash  # type: ignore[union-attr]  # ends with the Answer
             yield from answered
             return
         k = len(focus) if focus else k or self.settings.k
@@ -427,6 +427,7 @@ class Engine:
                            + ("." if answer.abstained else ": the answer is from the nearest papers."))
         done = time.perf_counter()
         answer.timings.update(answer_ms=_ms(retrieved, done), total_ms=_ms(started, done))
+        answer.policy = self.settings.policy_hash
         yield answer
 
     def _retrieve(self, intent: Intent, search: str, k: int, filters: dict[str, Any], focus: list[str]
@@ -461,14 +462,12 @@ class Engine:
                         filters: dict[str, Any], notices: list[str], started: float) -> list[Delta | Answer]:
         """The answer to a question the collection's structure answers, not a search: which topics have the most
         orals (the topic clusters, `rag.explore.topicmap`), which papers are related to X (X's nearest papers,
-        `rag.explore.related`). [] for any other question, and for "related to X" when X is a topic, not a paper
-        ("papers related to diffusion models"), which is then searched as a list."""
+        `rag.explore.related`). [] for any other question ("related to X" when X is a topic, not a paper, is a list:
+        "papers related to diffusion models")."""
         if intent.type == "topics":
-            return list(self._topics(question, intent.decisions, notices, started))
-        if intent.type == "related":
-            found = self._related(question, focus[0] if focus else intent.query, k, filters, notices, started)
-            intent.type = intent.type if found else "list"
-            return found
+            return list(self._topics(question, intent, notices, started))
+        if intent.type == "related":  # X names a paper (`_names_paper`): else the intent is a list
+            return self._related(question, focus[0] if focus else intent.query, k, filters, notices, started)
         return []
 
     def _related(self, question: str, name: str, k: int | None, filters: dict[str, Any], notices: list[str],
@@ -476,28 +475,39 @@ class Engine:
         """ "Which papers are related to X?" when X names one paper (its id, a name written with a capital or a
         digit such as CatVTON or Time-MoE, or half its title): X and its nearest papers. Otherwise [] and the
         question is searched as a list ("papers related to diffusion models" is a topic, not a paper)."""
-        papers = self.retriever.state.papers
         if not name or _ANAPHORA.fullmatch(name):  # "related to ?", or "to it" with no answer before it
             answer = Answer(question=question, answer=NAME_THE_PAPER, mode="extractive", abstained=True,
                             citations=[], sources=[], notices=notices, answer_type="related",
                             timings={"total_ms": _ms(started, time.perf_counter())})
             return [Delta(answer.answer), answer]
-        try:
-            paper = find_paper(papers, name)
-        except PaperNotFound:
-            return []
-        title = set(plain(paper.title or paper.label).split())
-        if not (paper.paper_id == name or re.search(r"[A-Z0-9]", name)
-                or len(set(plain(name).split()) & title) >= len(title) / 2):
+        paper = self._named_paper(name)
+        if paper is None:
             return []
         answer = related_answer(question, self.related(paper.paper_id, k, filters["decisions"]), notices, filters)
         answer.timings = {"total_ms": _ms(started, time.perf_counter())}
         return [Delta(answer.answer), answer]
 
-    def _topics(self, question: str, decisions: list[str], notices: list[str], started: float
+    def _named_paper(self, name: str) -> StoredPaper | None:
+        """The one paper `name` names in "related to X": its id, a name written with a capital or a digit, or half
+        its title; None when X is a topic ("diffusion models")."""
+        try:
+            paper = find_paper(self.retriever.state.papers, name)
+        except PaperNotFound:
+            return None
+        title = set(plain(paper.title or paper.label).split())
+        if not (paper.paper_id == name or re.search(r"[A-Z0-9]", name)
+                or len(set(plain(name).split()) & title) >= len(title) / 2):
+            return None
+        return paper
+
+    def _names_paper(self, name: str) -> bool:
+        """Whether "related to `name`" is answered by `_related` (a paper, or a request to name one)."""
+        return not name or bool(_ANAPHORA.fullmatch(name)) or self._named_paper(name) is not None
+
+    def _topics(self, question: str, intent: Intent, notices: list[str], started: float
                 ) -> Iterator[Delta | Answer]:
         """A question about the collection's topics, answered from its clusters, not by a search."""
-        answer = answer_topics(question, decisions, self.topics(), self.retriever.state.papers, notices)
+        answer = answer_topics(question, intent, self.topics(), self.retriever.state.papers, notices)
         answer.timings = {"total_ms": _ms(started, time.perf_counter())}
         yield Delta(answer.answer)
         yield answer
@@ -508,13 +518,12 @@ class Engine:
         (`rag.query.intent`; the caller's filters win), the follow-up's standalone query or focus papers, and a
         Chinese question's English terms (`rag.query.zh`)."""
         query, focus, fallback = self._standalone(question, history, llm)
-        intent = parse(question, self._known_author)
-        intent.decisions = intent.decisions if "decisions" in question_filters else []
-        intent.author = intent.author if "author" in question_filters else None
+        intent = parse(question, self._known_author, question_filters,
+                       names_paper=lambda name: self._names_paper(focus[0] if focus else name))
         search = intent.query if query == question else parse(query, self._known_author).query
         search = zh.retrieval_query(search)  # a Chinese question is searched by its English terms (rag.query.zh)
         given = (("decisions", decisions, intent.decisions), ("author", author, intent.author))
-        filters = {"decisions": decisions or intent.decisions, "author": author or intent.author,
+        filters = {"decisions": decisions or list(intent.decisions), "author": author or intent.author,
                    "from_question": [name for name, mine, theirs in given if theirs and not mine]}
         return Plan(intent, search, focus, filters, fallback)
 

@@ -13,8 +13,8 @@ import pytest
 
 from helpers import DATA, ROOT, SEEDS, rag_cmd
 
-from rag.store import lock
 from rag.config import Settings
+from rag.store import lock
 from rag.engine import Engine
 
 

@@ -1,11 +1,12 @@
 """Abstention as a learned decision: a logistic regression over retrieval features says how likely it is that
 the retrieved papers do NOT answer the question.
 
-It owns the feature list (`features`, computed from a `rag.search.retrieve.Retrieval` alone) and the fitted weights,
-both here so that they change together. The weights are written by `python eval/train_abstain.py` (`make model`),
+It owns the feature list (`features`, computed from a `rag.search.retrieve.Retrieval` alone) and reads the fitted
+weights from abstain_gate.json beside it, whose feature names must match (`load_gate`), so that they change
+together. The file is written by `python eval/train_abstain.py` (`make model`, scikit-learn),
 which fits them on questions GENERATED from the papers (answerable ones from titles and abstract sentences;
 unanswerable ones about topics whose key terms occur in no abstract, and about specific figures an abstract does
-not give), never on the question sets in eval/questions. numpy only.
+not give), never on the question sets in eval/questions. numpy only at run time.
 
 Why these features: among 2,114 papers the best sentence's cosine (the old single signal) cannot tell "on topic"
 from "answers it"; what separates them is lexical evidence: a question term that no paper contains, the share of
@@ -26,11 +27,15 @@ quantity also counts under the names abstracts give it (ALIASES: "bitrate" as "4
 
 from __future__ import annotations
 
+import json
 import math
 import re
+from importlib import resources
+from typing import Any
 
 import numpy as np
 
+from rag.errors import RagError
 from rag.search.retrieve import Retrieval, tokenize
 
 RARE_SHARE = 0.01  # a term in at most this share of the papers is "rare"
@@ -188,17 +193,35 @@ def features(retrieval: Retrieval) -> np.ndarray:
     ], dtype=np.float64)
 
 
-# --- fitted by eval/train_abstain.py; do not edit by hand -------------------------------------------------------
-MEAN: list[float] = [0.489878, 0.477325, 0.054504, 0.960740, 0.241577, 0.569348, 0.791255, 0.045603, 0.179221,
-    0.052888, 0.254978, 0.035129, 0.182518, 0.034199]
-SCALE: list[float] = [0.154819, 0.128191, 0.064239, 0.364451, 0.201455, 0.164708, 0.149334, 0.116727, 0.383537,
-    0.080128, 0.435849, 0.099273, 0.373252, 0.181740]
-WEIGHTS: list[float] = [-0.047659, 0.216586, 0.435279, -0.403355, 0.426540, 0.191905, -0.248571, 1.301554, 0.873892,
-    0.883052, 1.072010, -0.034209, 1.247142, -0.217846]
-BIAS = -0.201558
-THRESHOLD = 0.8152
-TRAINING = "2310 generated questions (seed 2025), eval/train_abstain.py; validation AUC 0.978"
-# --- end of fitted values ---------------------------------------------------------------------------------------
+class GateError(RagError):
+    """The gate's data file does not fit this code (another feature list, a missing value)."""
+
+
+GATE_FILE = "abstain_gate.json"  # beside this module, package data; written by eval/train_abstain.py
+
+
+def load_gate(text: str | None = None) -> dict[str, Any]:
+    """The fitted gate from its JSON file (or `text`): its feature names must be FEATURES, in order, and every
+    list as long, so weights fitted for other features are refused instead of silently misread."""
+    gate = json.loads(text if text is not None else resources.files("rag.answering").joinpath(GATE_FILE)
+                      .read_text(encoding="utf-8"))
+    if gate.get("features") != FEATURES:
+        raise GateError(f"rag/answering/{GATE_FILE} was fitted for the features {gate.get('features')}, not "
+                        f"{FEATURES}: refit it with `make model`.")
+    for name in ("mean", "scale", "weights"):
+        if len(gate.get(name) or []) != len(FEATURES):
+            raise GateError(f"rag/answering/{GATE_FILE}: '{name}' needs {len(FEATURES)} values; refit it with "
+                            "`make model`.")
+    return gate
+
+
+_GATE = load_gate()
+MEAN: list[float] = _GATE["mean"]
+SCALE: list[float] = _GATE["scale"]
+WEIGHTS: list[float] = _GATE["weights"]
+BIAS: float = _GATE["bias"]
+THRESHOLD: float = _GATE["threshold"]
+TRAINING: str = _GATE["training"]
 
 
 def probability(retrieval: Retrieval) -> float:

@@ -23,28 +23,29 @@ this module).
 
 from __future__ import annotations
 
-from rag.search.retrieve import Retrieval
-from rag.text import tokenize
+from collections.abc import Sequence
 
-SIDE_DEPTH = 5  # a side's paper is looked for among this many top hits
-TITLE_COVER = 0.6  # share of a side's content terms its paper's title contains
-STRONG_DEPTH = 2  # a described side ("data unlearning in diffusion models") may be found in this many top hits
+from rag.config import AnswerPolicy
+from rag.text import tokenize
+from rag.search.retrieve import Retrieval
+
+# SIDE_DEPTH, TITLE_COVER, STRONG_DEPTH and what a rare name is: `AnswerPolicy` (rag/config.py).
 # Words that say "a paper / a method" rather than which one ("the sharpness-aware fine-tuning approach").
 _GENERIC = set(tokenize(["paper papers work approach approaches method methods framework technique proposed "
                          "propose one new"])[0])
 
 
-def side_papers(retrieval: Retrieval, sides: list[str]) -> list[int]:
+def side_papers(retrieval: Retrieval, sides: Sequence[str], policy: AnswerPolicy) -> list[int]:
     """Index into `retrieval.hits` of the paper each side names, in the order of `sides`; [] unless there are two
     or more sides and every one is found in a paper of its own among the top SIDE_DEPTH hits."""
     if len(sides) < 2 or not retrieval.hits:
         return []
-    hits = retrieval.hits[:SIDE_DEPTH]
+    hits = retrieval.hits[:policy.side_depth]
     titles = [set(t) for t in tokenize([h.paper.title for h in hits])]
     texts = [set(t) for t in tokenize([h.paper.search_text for h in hits])]
-    rare_limit = max(2, retrieval.corpus_size // 200)
+    rare_limit = max(2, retrieval.corpus_size // policy.rare_name_papers)
     chosen: list[int] = []
-    for terms in tokenize(sides):
+    for terms in tokenize(list(sides)):
         content = set(terms) - _GENERIC
         if not content or any(retrieval.term_df.get(t) == 0 for t in content):
             return []  # a term no paper contains ("the Brackenridge reward model"): the collection lacks that side
@@ -53,9 +54,9 @@ def side_papers(retrieval: Retrieval, sides: list[str]) -> list[int]:
         def evidence(i: int) -> int | None:  # 0 is the strongest; None: this paper is not that side
             if rare & titles[i]:
                 return 0
-            if len(content & titles[i]) >= TITLE_COVER * len(content):
+            if len(content & titles[i]) >= policy.title_cover * len(content):
                 return 1
-            if content <= texts[i] and (rare or (len(content) >= 2 and i < STRONG_DEPTH)):
+            if content <= texts[i] and (rare or (len(content) >= 2 and i < policy.strong_depth)):
                 return 2
             return None
 

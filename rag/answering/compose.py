@@ -25,20 +25,18 @@ from __future__ import annotations
 
 from typing import Callable, Iterator
 
-from rag.generation import prompts
-from rag.answering.extractive import (NO_ANSWER, RECORD_TYPES, Answer, Delta, Restart, Source, abstention_text,
-                                      extractive, should_abstain)
-from rag.generation.citations import StreamFilter
-from rag.answering.compare import side_papers
 from rag.config import Settings
 from rag.query.intent import Intent
-from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.search.retrieve import Retrieval
+from rag.generation import prompts
+from rag.generation.citations import StreamFilter
+from rag.generation.llm import ChatClient, Completion, LLMError
+from rag.answering.compare import side_papers
+from rag.answering.extractive import NO_ANSWER, RECORD_TYPES, abstention_text, extractive, should_abstain
+from rag.answering.records import Answer, Delta, Restart, Source
 
-# A follow-up about the previous answer's papers is answered from them unless its best sentence scores below this
-# (cosine + term bonus). Chosen on a handful of seed follow-ups ("What did they compare against?" 0.09, "How much
-# faster is it?" 0.21, "What is the capital of France according to them?" 0.03): a weak guard, stated as such.
-FOCUS_FLOOR = 0.05
+# A follow-up about the previous answer's papers is answered from them unless its best sentence is below
+# FOCUS_FLOOR: `AnswerPolicy.focus_floor` (rag/config.py).
 
 #: (answer text, its sources) -> (cited sentences the cited abstracts do not support, sentences checked)
 SupportCheck = Callable[[str, list[Source]], tuple[list[str], int]]
@@ -59,9 +57,9 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
         fresh = [s for s in retrieval.sentences if s.text not in already_said]
         retrieval.sentences = fresh or retrieval.sentences
         covered = answer.answer_type in RECORD_TYPES or (
-            bool(retrieval.sentences) and retrieval.sentences[0].score >= FOCUS_FLOOR)
+            bool(retrieval.sentences) and retrieval.sentences[0].score >= settings.policy.focus_floor)
     else:
-        sides = side_papers(retrieval, intent.sides) if answer.answer_type == "compare" else []
+        sides = side_papers(retrieval, intent.sides, settings.policy) if answer.answer_type == "compare" else []
         covered = whole_list or bool(sides) or not should_abstain(retrieval, settings)
     if not retrieval.hits or not covered:
         answer.answer = (f"The abstract of “{answer.sources[0].title}” does not appear to say."

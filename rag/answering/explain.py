@@ -42,9 +42,9 @@ from __future__ import annotations
 
 import re
 
-from rag.answering.abstain import FIGURE, gives_quantity
-from rag.search.retrieve import Retrieval, ScoredSentence, name_words
 from rag.text import tokenize
+from rag.search.retrieve import Retrieval, ScoredSentence, name_words
+from rag.answering.abstain import FIGURE, gives_quantity
 
 OWN_WORK = 0.10  # bonus of a sentence stating the authors' own work
 OPENING = 0.10  # penalty of the abstract's first sentence when it does not

@@ -1,7 +1,5 @@
-"""Answer: retrieved papers -> one `Answer` with numbered, cited `Source`s. The one result type of the project.
-
-Every shell (CLI `--json`, web chat, evaluation) reads the same `Answer`. Sources are numbered by retrieval
-rank, [1] being the best; `citations` are the sources the answer text actually cites, in order of first use.
+"""Extractive answers: retrieved papers -> the text of an `Answer` (`rag.answering.records`) without an LLM, and
+the abstention bar.
 
 Extractive mode (the default, used when no LLM is configured) answers by question type (`rag.query.intent`): the
 record's authors, decision or link; a list or a count of the papers that pass the relevance bar, the bar stated;
@@ -35,104 +33,26 @@ changing the embedder or chunking.
 A second, learned gate (`rag.answering.abstain`) also refuses when a logistic regression over retrieval features (a
 question term no paper contains, the share of the question's terms the top papers contain, BM25 and dense scores and
 margins, a figure asked for that no sentence with a number supports) gives at least its fitted threshold. It is
-fitted on questions generated from the papers (`make model`), not on the question sets; over the held-out sets
-it raised abstention on 81 unanswerable questions from 0.51 to 0.72 at 1.6% false refusals on 63 answerable ones
-(eval/README.md, `python eval/abstain_curve.py`). `RAG_ABSTAIN_MODEL_THRESHOLD` moves or disables it; it is
+fitted on questions generated from the papers (`make model`), not on the question sets; its fitted threshold and
+the trade-off it gives on each set are in abstain_gate.json and eval/README.md (`python eval/abstain_curve.py`);
+the figures are not repeated here, where they went stale. `RAG_ABSTAIN_MODEL_THRESHOLD` moves or disables it; it is
 used over collections of 1,000+ papers only (fitted at that scale).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
 
-from rag.answering import abstain, explain as explain_order
 from rag.config import Settings
-from rag.store.index import StoredPaper
+from rag.text import is_boilerplate
 from rag.search.retrieve import Retrieval, ScoredSentence
-from rag.text import first_sentence, is_boilerplate, link_label
+from rag.text import link_label
+from rag.answering import abstain, explain as explain_order
+from rag.answering.records import Source
 
-if TYPE_CHECKING:
-    from rag.explore.related import Related
-
-MAX_PER_PAPER = 2  # sentences quoted from one paper in an extractive answer
-RELATIVE_FLOOR = 0.8  # a quoted sentence scores at least this share of the best sentence's score
-# An explain answer quotes one paper when the question names it (`Retrieval.named_match`) or when its best sentence
-# leads the other papers' by LEAD (`leads`): up to ONE_PAPER_SENTENCES of it, each scoring at least ONE_PAPER_FLOOR
-# of its best. Chosen on the dev sets' single-paper questions (seeds_dev and types_dev explain, 82, over the 2,114
-# papers): answers citing only the gold paper 0.585 -> 0.780, answer facts 0.811 -> 0.854, 607 -> 661 characters
-# (LEAD 0.03: 0.793 / 0.823; 0.08: 0.732 / 0.835; one paper always: 0.805 / 0.744; floor 0.6: facts 0.860 at 680
-# characters; 4 sentences: 0.878 at 769 characters, too long for a short answer). Which of its sentences: its
-# contribution sentence and the two after it when it has one (`rag.answering.explain.passage`), else the best by score.
-LEAD = 0.05
-ONE_PAPER_SENTENCES = 3
-ONE_PAPER_FLOOR = 0.7
-
-
-@dataclass
-class Source:
-    """A retrieved paper as shown next to an answer. `n` is its citation number."""
-
-    n: int
-    paper_id: str
-    title: str  # the paper's title, or a readable label ("file.txt #3") when it has none
-    authors: list[str]
-    decision: str
-    url: str
-    text: str  # the whole abstract ("" for a title-only paper)
-    snippet: str  # the sentence that best matches the question
-    score: float  # fused retrieval score, 0..1
-    venue: str = ""
-    has_title: bool = True
-    has_abstract: bool = True  # False: a title-only paper; `text` and `snippet` are empty
-    enriched_from: str = ""  # where the title, ... came from when the file had only the abstract (rag.store.catalog)
-    dense: float | None = None
-    bm25: float | None = None
-
-
-@dataclass
-class Answer:
-    question: str
-    answer: str
-    mode: str  # "extractive" or "llm"
-    abstained: bool
-    citations: list[Source]
-    sources: list[Source]
-    timings: dict[str, float] = field(default_factory=dict)  # milliseconds
-    confidence: float = 0.0  # score of the best sentence of the top papers: what the abstention gate looks at
-    retrieval_query: str = ""  # what was searched, when it differs from the question (follow-ups)
-    notices: list[str] = field(default_factory=list)  # things the user should know (truncated input, ...)
-    model: str = ""  # the LLM that wrote the answer (mode "llm")
-    fallback_reason: str = ""  # why an LLM was configured but the answer is extractive
-    fabricated: int = 0  # citations the LLM made to source numbers it was not given (removed from the text)
-    unsupported: list[str] = field(default_factory=list)  # cited sentences the cited abstracts barely support
-    usage: dict[str, int | None] = field(default_factory=dict)  # prompt/completion tokens reported by the LLM
-    answer_type: str = "explain"  # what kind of answer the question asked for (`rag.query.intent`)
-    filters: dict[str, Any] = field(default_factory=dict)  # decisions / author applied, and which the question set
-    focus: list[str] = field(default_factory=list)  # a follow-up answered from these papers of the previous answer
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
-    def cited_ids(self) -> list[str]:
-        """The ids of the cited papers: what a follow-up's history passes back (`paper_ids`)."""
-        return [c.paper_id for c in self.citations]
-
-
-@dataclass
-class Delta:
-    """A piece of answer text, streamed as it is written."""
-
-    text: str
-
-
-@dataclass
-class Restart:
-    """Discard the text streamed so far: what follows replaces it (the LLM failed mid-answer)."""
-
-    reason: str
+# How many sentences from which papers (MAX_PER_PAPER, RELATIVE_FLOOR, LEAD, ONE_PAPER_*): `Settings.policy`
+# (`AnswerPolicy`, rag/config.py), each with the set and figure that chose it. Which of a one-paper answer's
+# sentences: its contribution sentence and the two after it when it has one (`rag.answering.explain.passage`).
 
 
 # How models say "not in the sources" (the answer prompt asks for the first wording).
@@ -140,45 +60,6 @@ NO_ANSWER = re.compile(
     r"sources do not contain an answer|(?:sources|abstracts|papers) (?:do|does) not (?:contain|mention|cover|"
     r"address|discuss|say)|not (?:contained|mentioned|covered|addressed) in the (?:sources|abstracts)|"
     r"cannot be answered (?:from|with|using) the (?:sources|abstracts)", re.IGNORECASE)
-
-
-def source_of(paper: StoredPaper, n: int, score: float = 1.0, snippet: str = "") -> Source:
-    """A paper as the n-th source of an answer that was not retrieved by a question (related papers, topics)."""
-    return Source(n=n, paper_id=paper.paper_id, title=paper.title or paper.label, authors=list(paper.authors),
-                  decision=paper.decision, url=paper.url, text=paper.abstract,
-                  snippet=snippet or first_sentence(paper.abstract), score=round(score, 4), venue=paper.venue,
-                  has_title=bool(paper.title), has_abstract=paper.has_abstract, enriched_from=paper.enriched_from)
-
-
-def related_answer(question: str, related: Related, notices: list[str], filters: dict[str, Any] | None = None
-                   ) -> Answer:
-    """ "Which papers are related to X?": X [1] and its nearest papers by whole-paper vector (`rag.explore.related`);
-    "Which orals are related to X?": its nearest papers with that decision (`filters["decisions"]`)."""
-    filters = filters or {"decisions": [], "author": None, "from_question": []}
-    kind = " or ".join(_decision_kind(d) for d in filters["decisions"])  # "oral", "oral or spotlight"
-    kinds = f"{kind} " if kind else ""
-    sources = [source_of(related.paper, 1)] + [source_of(nb.paper, i, nb.score)
-                                                for i, nb in enumerate(related.related, start=2)]
-    lines = [f"The {kinds}papers nearest to “{sources[0].title}” [1] (by the similarity of their whole abstracts):"]
-    lines += [f"{BULLET} {s.title} [{s.n}] (similarity {s.score:.2f})" for s in sources[1:]]
-    if len(sources) == 1:
-        lines = [f"No other {kinds}paper in the list is near “{sources[0].title}” [1]."]
-    return Answer(question=question, answer="\n".join(lines), mode="extractive", abstained=False,
-                  citations=list(sources), sources=sources, confidence=1.0, notices=notices, answer_type="related",
-                  filters=filters)
-
-
-def sources_from(retrieval: Retrieval) -> list[Source]:
-    out = []
-    for n, hit in enumerate(retrieval.hits, start=1):
-        p = hit.paper
-        out.append(Source(n=n, paper_id=p.paper_id, title=p.label, authors=list(p.authors), decision=p.decision,
-                          url=p.url, text=p.abstract, snippet=hit.snippet, score=round(hit.score, 4),
-                          venue=p.venue, has_title=bool(p.title), has_abstract=p.has_abstract,
-                          enriched_from=p.enriched_from,
-                          dense=None if hit.dense is None else round(hit.dense, 4),
-                          bm25=None if hit.bm25 is None else round(hit.bm25, 4)))
-    return out
 
 
 def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
@@ -224,16 +105,9 @@ def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], 
 
 
 RECORD_TYPES = ("authors", "decision", "link")
-# A listed or counted paper also contains at least this share of the question's topic (`rag.search.topical`), relative
-# to the best-covered paper near the question: "near" is not "about". Chosen on types_dev's counts and lists (0.5:
-# cited papers on the gold lists 0.43 -> 0.60 for counts, no gold paper lost; 0.6 lost two of 41), a round "half
-# of the topic" a user can be told.
-TOPIC_BAR = 0.5
+# A listed or counted paper holds TOPIC_BAR of the question's topic and a sentence at SENTENCE_SHARE of the best
+# paper's: `AnswerPolicy.topic_bar` / `sentence_share` (rag/config.py).
 MAX_LISTED = 50  # papers a question can ask for, and a count checks at most (`rag.engine.MAX_K`)
-# ... and its best sentence scores at least this share of the best paper's (and never below the abstention
-# threshold). Chosen with TOPIC_BAR on types_dev's 12 counts and lists (citations on gold or judged-relevant
-# papers / share of the gold named): 0.683 / 0.892 without it, 0.740 / 0.871 at 0.7, 0.838 / 0.768 at 0.8.
-SENTENCE_SHARE = 0.7
 BULLET = "•"
 
 
@@ -277,7 +151,7 @@ def sentence_bar(retrieval: Retrieval, settings: Settings) -> float:
     """The score a list's paper's best sentence (a title-only paper: its title) must reach: `abstain_threshold`,
     or SENTENCE_SHARE of the best paper's, whichever is higher."""
     best = max((_relevance(hit) for hit in _pool(retrieval)), default=0.0)
-    return max(settings.abstain_threshold, SENTENCE_SHARE * best)
+    return max(settings.abstain_threshold, settings.policy.sentence_share * best)
 
 
 def passes_bar(retrieval: Retrieval, settings: Settings, whole_list: bool = False) -> list[int]:
@@ -289,7 +163,7 @@ def passes_bar(retrieval: Retrieval, settings: Settings, whole_list: bool = Fals
     cutoff = sentence_bar(retrieval, settings)
     near = [i for i, hit in enumerate(retrieval.hits) if _relevance(hit) >= cutoff]
     best = max((hit.topical for hit in _pool(retrieval) if _relevance(hit) >= cutoff), default=0.0)
-    return [i for i in near if retrieval.hits[i].topical >= TOPIC_BAR * best]
+    return [i for i in near if retrieval.hits[i].topical >= settings.policy.topic_bar * best]
 
 
 def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], settings: Settings,
@@ -318,8 +192,8 @@ def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], setti
             lines.append(f"{BULLET} {s.title} [{s.n}] (title only: the list has no abstract for it)")
     n = len(passing)
     papers, each = ("paper", "it has") if n == 1 else ("papers", "each has")
-    bar_text = (f"a sentence scoring at least {bar:.2f} against the question and {TOPIC_BAR:.0%} of the key terms "
-                "the best match has")
+    bar_text = (f"a sentence scoring at least {bar:.2f} against the question and {settings.policy.topic_bar:.0%} of "
+                "the key terms the best match has")
     if whole_list:
         head = f"{n} {papers} found:"
     elif answer_type == "count":
@@ -353,13 +227,14 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
     one = None  # the paper the answer quotes alone, if any
     if retrieval.named_match:  # the question names it ("What is CURIE?"): the paper found to contain the name
         one = next((i for i, hit in enumerate(retrieval.hits) if hit.paper.has_abstract), None)
-    elif single_paper or leads(ranked):
+    elif single_paper or leads(ranked, settings.policy.lead):
         one = ranked[0].paper_index
     single_paper = one is not None and any(s.paper_index == one for s in ranked)
     if single_paper:
         ranked = [s for s in ranked if s.paper_index == one]
-    per_paper_limit = ONE_PAPER_SENTENCES if single_paper else MAX_PER_PAPER
-    floor = (ONE_PAPER_FLOOR if single_paper else RELATIVE_FLOOR) * ranked[0].score
+    policy = settings.policy
+    per_paper_limit = policy.one_paper_sentences if single_paper else policy.max_per_paper
+    floor = (policy.one_paper_floor if single_paper else policy.relative_floor) * ranked[0].score
     chosen: list[ScoredSentence] = []
     per_paper: dict[int, int] = {}
     for sentence in ranked:
@@ -391,11 +266,11 @@ _ASKS_FOR_CODE = re.compile(r"\b(?:code|github|repo|repository|implementation|we
                             r"download|released?|open[- ]source[ds]?|available)\b", re.IGNORECASE)
 
 
-def leads(ranked: list[ScoredSentence]) -> bool:
+def leads(ranked: list[ScoredSentence], lead: float) -> bool:
     """Whether the paper of the best sentence answers alone: its best sentence beats every other paper's best by
     LEAD (the question is about that paper, so other papers' sentences would only dilute the answer)."""
     others = [s.score for s in ranked if s.paper_index != ranked[0].paper_index]
-    return bool(ranked) and (not others or ranked[0].score - max(others) >= LEAD)
+    return bool(ranked) and (not others or ranked[0].score - max(others) >= lead)
 
 
 def _names(authors: list[str]) -> str:

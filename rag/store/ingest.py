@@ -32,7 +32,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from rag.text import first_sentence
 
 SEED_SUFFIXES = {".txt", ".md"}
 JSON_SUFFIXES = {".jsonl", ".ndjson", ".json"}
@@ -72,10 +71,6 @@ class Paper:
     def label(self) -> str:
         """The title, or for untitled papers a readable stand-in: `file.txt #3`."""
         return self.title or f"{Path(self.source).name} #{self.position}"
-
-    @property
-    def preview(self) -> str:
-        return first_sentence(self.abstract)
 
     @property
     def content_hash(self) -> str:

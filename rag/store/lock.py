@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO
 
-from rag.config import Settings
 from rag.errors import RagError
+from rag.config import Settings
 
 NAME = "serve.lock"
 WRITE_NAME = "ingest.lock"

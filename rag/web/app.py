@@ -36,11 +36,11 @@ from typing import Any
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
 
-from rag.answering.extractive import Answer, Delta, Restart
-from rag.engine import Engine, QuestionError, check_k
 from rag.errors import RagError, one_line
 from rag.store.ingest import SUPPORTED_SUFFIXES
 from rag.generation.cost import answer_cost
+from rag.answering.records import Answer, Delta, Restart
+from rag.engine import Engine, QuestionError, check_k
 from rag.web.guard import Guard, LoginThrottle, allowed_hosts
 from rag.web.mapview import MapPanel, warm as warm_map
 from rag.web.render import CSS, answer_markdown, export_markdown, inert, sources_panel

@@ -15,8 +15,8 @@ import logging
 import threading
 
 from rag.generation.cost import money, totals
-from rag.engine import Engine
 from rag.generation.llm import LLMError
+from rag.engine import Engine
 
 log = logging.getLogger("rag.web")
 

@@ -6,11 +6,13 @@ import json
 from dataclasses import replace
 
 import numpy as np
+import pytest
+from helpers import ROOT
 
+from rag.search.retrieve import RetrievalParams
 from rag.answering import abstain
 from rag.answering.extractive import should_abstain
 from rag.evaluation.harness import load_questions, run
-from rag.search.retrieve import RetrievalParams
 
 
 def test_features_and_fitted_weights_agree(seed_engine):
@@ -19,6 +21,18 @@ def test_features_and_fitted_weights_agree(seed_engine):
     assert x.shape == (len(abstain.FEATURES),) and np.isfinite(x).all()
     assert len(abstain.WEIGHTS) == len(abstain.MEAN) == len(abstain.SCALE) == len(abstain.FEATURES)
     assert 0.5 < abstain.THRESHOLD < 1.0 and abstain.TRAINING
+
+
+def test_the_gate_file_is_data_whose_feature_names_are_checked_at_load():
+    shipped = json.loads((ROOT / "rag" / "answering" / abstain.GATE_FILE).read_text(encoding="utf-8"))
+    assert shipped["features"] == abstain.FEATURES and shipped["weights"] == abstain.WEIGHTS
+    assert shipped["threshold"] == abstain.THRESHOLD
+    renamed = {**shipped, "features": ["cover_top1", *shipped["features"][1:]]}
+    with pytest.raises(abstain.GateError, match=r"fitted for the features .* refit it with `make model`"):
+        abstain.load_gate(json.dumps(renamed))
+    short = {**shipped, "weights": shipped["weights"][:-1]}
+    with pytest.raises(abstain.GateError, match=r"'weights' needs 14 values"):
+        abstain.load_gate(json.dumps(short))
 
 
 def test_gate_refuses_an_absent_topic_and_answers_a_covered_one(seed_engine):

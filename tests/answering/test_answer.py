@@ -9,8 +9,8 @@ import pytest
 from helpers import DATA, ROOT, seed_paragraphs
 
 from rag.config import Settings
-from rag.engine import MAX_QUESTION_CHARS, Engine, QuestionError
 from rag.generation.prompts import render_sources
+from rag.engine import MAX_QUESTION_CHARS, Engine, QuestionError
 
 DEV = [json.loads(line) for line in (ROOT / "eval" / "questions" / "seeds_dev.jsonl").read_text().splitlines()]
 SEED_003 = seed_paragraphs("003_ca1cb07fa40ffbf8.txt")
@@ -106,7 +106,8 @@ def test_a_question_asking_for_a_figure_or_results_also_gets_the_sentence_that_h
 def test_the_paper_a_question_names_answers_even_when_another_has_the_best_sentence():
     import numpy as np
 
-    from rag.answering.extractive import explain, sources_from
+    from rag.answering.extractive import explain
+    from rag.answering.records import sources_from
     from rag.config import Settings
     from rag.store.index import StoredPaper
     from rag.search.retrieve import Hit, Retrieval, ScoredSentence
@@ -130,7 +131,8 @@ def test_the_paper_a_question_names_answers_even_when_another_has_the_best_sente
 def test_a_count_whose_last_checked_papers_still_pass_is_a_lower_bound():
     import numpy as np
 
-    from rag.answering.extractive import listing, sources_from
+    from rag.answering.extractive import listing
+    from rag.answering.records import sources_from
     from rag.config import Settings
     from rag.store.index import StoredPaper
     from rag.search.retrieve import Hit, Retrieval

@@ -15,12 +15,12 @@ import pytest
 from helpers import DATA, SEEDS, free_port, seed_paragraphs
 from fake_openai import STYLES, FakeOpenAI, answer_from
 
-from rag.generation import support
-from rag.answering.extractive import Answer, Delta, Restart
-from rag.generation.citations import clean
 from rag.config import Settings
-from rag.engine import Engine
+from rag.generation import support
+from rag.generation.citations import clean
 from rag.generation.llm import ChatClient
+from rag.answering.records import Answer, Delta, Restart
+from rag.engine import Engine
 
 SAE = "Is there work on making sparse autoencoders cheaper to train?"
 ZH_SAE = "有没有让稀疏自编码器 (sparse autoencoders) 训练更便宜的工作？"  # the same in Chinese
@@ -241,7 +241,7 @@ def test_a_title_only_source_is_shown_to_the_model_as_having_no_abstract(tmp_pat
 
 def _switch_sae(seed_engine):
     """The Switch SAE seed paper as source 1, the way the engine hands sources to the support check."""
-    from rag.answering.extractive import sources_from
+    from rag.answering.records import sources_from
 
     retrieval = seed_engine.retriever.retrieve(SAE)
     source = next(s for s in sources_from(retrieval) if s.text == SAE_ABSTRACT)

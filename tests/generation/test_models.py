@@ -13,9 +13,8 @@ from helpers import ROOT, free_port, rag_cmd
 from fake_openai import FakeOpenAI
 
 from rag import cli
-
-from rag.generation import endpoints
 from rag.config import ConfigError, Settings
+from rag.generation import endpoints
 from rag.generation.cost import answer_cost, money, totals
 from rag.generation.llm import LLMError
 from rag.web.render import UNSUPPORTED_MARK, answer_markdown, footer

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from helpers import ROOT
 
-from rag.generation import prompts
 from rag.config import ConfigError, Settings
+from rag.generation import prompts
 
 
 TEMPLATES = ROOT / "rag" / "generation" / "templates"

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 from helpers import ROOT, rag_cmd
 
-from rag.generation import support
 from rag.config import Settings
 from rag.store.catalog import known_papers
+from rag.generation import support
 
 PAIRS = ROOT / "eval" / "questions" / "support_pairs.jsonl"
 WILDBENCH = "MKEHCx25xp"

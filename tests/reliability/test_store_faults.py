@@ -18,8 +18,8 @@ import pytest
 from helpers import DATA, ROOT, api_ask, free_port, rag_cmd, short_abstracts, without_capabilities
 
 from rag.config import Settings
-from rag.engine import Engine
 from rag.store.index import INGEST_BATCH, StoreError
+from rag.engine import Engine
 
 Q = "protein structure generation"
 
@@ -161,8 +161,8 @@ CHECK = """
 import json, sys
 from collections import Counter
 from rag.config import Settings
-from rag.engine import Engine
 from rag.search.retrieve import RetrievalParams
+from rag.engine import Engine
 data_dir, n = sys.argv[1], int(sys.argv[2])
 engine = Engine(Settings(data_dir=data_dir))
 papers = engine.index.papers.get(include=["metadatas"])

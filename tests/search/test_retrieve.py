@@ -2,15 +2,15 @@
 
 import pytest
 
+from rag.errors import RagError, one_line
 from rag.config import ConfigError, Settings
 from rag.store.embeddings import EmbeddingError
-from rag.engine import QuestionError
-from rag.errors import RagError, one_line
-from rag.evaluation.harness import QuestionSetError
 from rag.store.index import StoreError
-from rag.generation.llm import LLMError
 from rag.store.lock import StoreBusyError
 from rag.search.retrieve import RERANK_DEPTH, HybridRetriever, RetrievalParams, fuse
+from rag.generation.llm import LLMError
+from rag.engine import QuestionError
+from rag.evaluation.harness import QuestionSetError
 
 SAE = "Is there work on making sparse autoencoders cheaper to train?"
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 from helpers import DATA, ROOT, SEEDS, seed_paragraphs
 
-from rag.store.catalog import BUNDLED, ENRICHED_FROM, WITH_ABSTRACTS, abstract_key, enrich
 from rag.config import Settings
-from rag.engine import Engine
+from rag.store.catalog import BUNDLED, ENRICHED_FROM, WITH_ABSTRACTS, abstract_key, enrich
 from rag.store.ingest import read_paths
+from rag.engine import Engine
 
 SEED_PAPERS = json.loads((DATA / "seed_papers.json").read_text())  # each seed paragraph's paper (OpenReview)
 

@@ -11,8 +11,8 @@ import pytest
 from helpers import DATA, SEEDS
 
 from rag.config import ConfigError, Settings
-from rag.engine import Engine
 from rag.text import split_sentences
+from rag.engine import Engine
 
 
 def _chunk_ids(engine):

@@ -8,6 +8,7 @@ import pytest
 from helpers import CORPUS, SEEDS, seed_paragraphs
 
 from rag.store.ingest import read_paths, stable_id
+from rag.text import first_sentence
 
 
 def test_seed_files_give_38_untitled_papers_with_labels_and_previews():
@@ -19,8 +20,8 @@ def test_seed_files_give_38_untitled_papers_with_labels_and_previews():
     assert first.abstract == seed_paragraphs("000_99312b63f56aee43.txt")[2]
     assert first.title == "" and first.has_abstract and first.enriched_from == ""
     assert first.label == "000_99312b63f56aee43.txt #3"
-    assert first.preview == ("Sparse autoencoders (SAEs) are a recent technique for decomposing neural network "
-                             "activations into human-interpretable features.")
+    assert first_sentence(first.abstract) == ("Sparse autoencoders (SAEs) are a recent technique for decomposing "
+                                              "neural network activations into human-interpretable features.")
     assert first.line > 1  # the header line is not a paper
     assert len({p.paper_id for p in result.papers}) == 38
 
@@ -140,8 +141,8 @@ def test_a_title_only_record_is_a_paper_and_other_records_without_abstract_stay_
     assert [p.paper_id for p in result.papers] == ["t1", stable_id("A title-only paper without an id", "title-"),
                                                    "t7"]
     t1 = result.papers[0]
-    assert (t1.has_abstract, t1.abstract, t1.title, t1.authors, t1.preview) == (
-        False, "", "Quokka Telemetry with Tiny Transformers", ("Ada Q",), "")
+    assert (t1.has_abstract, t1.abstract, t1.title, t1.authors) == (
+        False, "", "Quokka Telemetry with Tiny Transformers", ("Ada Q",))
     assert result.papers[2].has_abstract
     assert [str(p) for p in result.problems] == [
         f'{path}:3: no title: a paper without an abstract ("has_abstract": false) needs its title',
