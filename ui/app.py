@@ -239,7 +239,7 @@ class ChatApp:
             return ("The collection is still being indexed; add your papers when that has finished (the line "
                     "above shows the progress).", indexing_line(engine))
         try:
-            stats = engine.ingest(paths)
+            stats = engine.ingest(paths, upload=True)  # adds and updates its own papers, never others'
         except Exception as exc:
             return inert(public_message(exc, self.settings)), indexing_line(engine)
         names = {str(p): p.name for p in paths}
