@@ -116,3 +116,73 @@ def test_a_port_in_use_is_reported_before_the_index_loads(tmp_path):
     assert f"cannot serve on 127.0.0.1:{port}" in run.stderr and "--port / RAG_PORT" in run.stderr, run.stderr
     assert "GRADIO_SERVER_PORT" not in run.stderr
     assert not (tmp_path / "index").exists()  # it stopped before opening (or creating) the store
+
+
+def _refused(settings, *args) -> bool:
+    run = subprocess.run(rag_cmd(*args, data_dir=settings.data_dir), cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert "Traceback" not in run.stderr and "unexpected" not in run.stderr, run.stderr
+    return run.returncode == 1 and "a running `rag serve`" in run.stderr
+
+
+@pytest.mark.parametrize("damage", ["deleted", "replaced"])
+def test_deleting_or_replacing_serve_lock_while_serving_does_not_let_others_in(tmp_path, damage):
+    """The lock was the `flock` of serve.lock: deleting the file while serving let `rag ingest` and `rag ask` run
+    beside the server (issue 26 item 13). The lock is now on the data dir, which cannot be deleted under it."""
+    settings = Settings(data_dir=tmp_path / "index")
+    held = lock.hold(settings)
+    try:
+        (settings.data_dir / "serve.lock").unlink()
+        if damage == "replaced":
+            (settings.data_dir / "serve.lock").write_text("12345")
+        assert _refused(settings, "ingest", str(DATA / "papers_small.jsonl"))
+        assert _refused(settings, "ask", "protein structure generation")
+        with pytest.raises(lock.StoreBusyError):
+            lock.hold(settings)
+    finally:
+        held.close()
+    lock.check_free(settings, "open it")  # released with its holder
+
+
+def test_serve_lock_as_a_symlink_is_replaced_and_its_target_left_alone(tmp_path):
+    """A symlink at serve.lock had its target truncated and overwritten with the PID (issue 26 item 14)."""
+    import os
+
+    settings = Settings(data_dir=tmp_path / "index")
+    settings.data_dir.mkdir()
+    target = tmp_path / "precious.txt"
+    target.write_text("do not touch\n")
+    (settings.data_dir / "serve.lock").symlink_to(target)
+    held = lock.hold(settings)
+    try:
+        assert target.read_text() == "do not touch\n"
+        path = settings.data_dir / "serve.lock"
+        assert not path.is_symlink() and path.read_text() == str(os.getpid())
+        assert _refused(settings, "ingest", str(DATA / "papers_small.jsonl"))
+        assert sorted(p.name for p in settings.data_dir.iterdir()) == ["serve.lock"]  # no temp file left
+    finally:
+        held.close()
+    # A link planted while serving is never followed to read the PID either.
+    (settings.data_dir / "serve.lock").unlink()
+    (settings.data_dir / "serve.lock").symlink_to(target)
+    held = lock.hold(settings)
+    try:
+        (settings.data_dir / "serve.lock").unlink()
+        (settings.data_dir / "serve.lock").symlink_to(target)
+        with pytest.raises(lock.StoreBusyError, match=r"\(pid \?\)"):
+            lock.check_free(settings, "open it")
+    finally:
+        held.close()
+    assert target.read_text() == "do not touch\n"
+
+
+def test_serve_lock_as_a_directory_still_serves_and_refuses_others(tmp_path):
+    """A directory at serve.lock made `rag serve` fail with "unexpected IsADirectoryError" (issue 26 item 15)."""
+    settings = Settings(data_dir=tmp_path / "index")
+    (settings.data_dir / "serve.lock").mkdir(parents=True)
+    held = lock.hold(settings)
+    try:
+        assert _refused(settings, "ingest", str(DATA / "papers_small.jsonl"))
+        assert sorted(p.name for p in settings.data_dir.iterdir()) == ["serve.lock"]
+    finally:
+        held.close()
