@@ -15,7 +15,6 @@ from fake_openai import FakeOpenAI
 from helpers import ROOT, free_port, rag_cmd
 
 from rag.answer import Answer
-from rag.errors import one_line, redact_url
 
 SECRET = "s3cret-Pa55"
 SAE = "Is there work on making sparse autoencoders cheaper to train?"
@@ -30,6 +29,8 @@ SAE = "Is there work on making sparse autoencoders cheaper to train?"
     ("https://github.com/a@b and mail a@b.org", "https://github.com/a@b and mail a@b.org"),  # no user-info
 ])
 def test_redact_url_hides_user_info_and_credential_query_values(text, shown):
+    from rag.errors import one_line, redact_url
+
     assert redact_url(text) == shown
     assert one_line(RuntimeError(text)) == shown
 
