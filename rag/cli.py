@@ -121,7 +121,8 @@ def friendly_errors(func: Callable) -> Callable:
         except RagError as exc:  # its message may quote a title or a server's words: printed as `echo` would
             raise click.ClickException(terminal_safe(one_line(exc))) from None
         except click.ClickException as exc:
-            exc.message = redact_url(terminal_safe(exc.message))
+            if type(exc) is click.ClickException:  # ours, which may name a title, a URL or a server's words
+                raise click.ClickException(redact_url(terminal_safe(exc.message))) from None
             raise
         except (click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise

@@ -367,6 +367,6 @@ def test_the_invisible_class_covers_every_control_and_format_character():
 
     from rag.text import INVISIBLE
 
-    missed = [hex(c) for c in range(sys.maxunicode + 1)
-              if unicodedata.category(chr(c)) in ("Cc", "Cf") and chr(c) not in "\t\n\r" and not INVISIBLE.match(chr(c))]
+    missed = [hex(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Cc", "Cf")
+              and chr(c) not in "\t\n\r" and not INVISIBLE.match(chr(c))]
     assert missed == []

@@ -223,9 +223,10 @@ def test_two_servers_on_one_chroma_server_see_each_others_new_papers(tmp_path, c
     other = Engine(Settings.load(data_dir=tmp_path / "other", **store))  # the other server's engine
     other.ingest([first])
     port = free_port()
+    log = (tmp_path / "serve.log").open("w")
     proc = subprocess.Popen(rag_cmd("serve", "--no-bundled", "--port", str(port), data_dir=tmp_path / "serve",
                                     chroma_url=store["chroma_url"], collection=store["collection"]),
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
                             env={**__import__("os").environ, "RAG_STORE_CHECK_SECONDS": "1"})
     try:
         base = f"http://127.0.0.1:{port}"
@@ -241,6 +242,7 @@ def test_two_servers_on_one_chroma_server_see_each_others_new_papers(tmp_path, c
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        log.close()
 
 
 def test_related_while_the_chroma_server_is_down_is_the_stores_one_line_error(tmp_path):
