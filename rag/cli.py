@@ -70,7 +70,8 @@ def llm_options(func: Callable) -> Callable:
         _setting_option("llm_price_in", "USD per million prompt tokens: answers and sessions then show their cost.",
                         type=float),
         _setting_option("llm_price_out", "USD per million completion tokens.", type=float),
-        _setting_option("prompts_dir", "Directory overriding prompts/*.txt.", type=click.Path(path_type=Path)),
+        _setting_option("prompts_dir", "Directory overriding the bundled prompt templates (prompts/README.md).",
+                        type=click.Path(path_type=Path)),
     ]):
         func = option(func)
     return func
@@ -85,7 +86,7 @@ def _engine(**overrides: Any):
 def _existing_engine(**overrides: Any):
     """An engine over an index that must already exist (ask, chat, stats): a data dir with no index is an error
     naming `rag ingest`, and nothing is created there."""
-    from rag import lock
+    from rag.store import lock
 
     engine = _engine(**overrides)
     settings = engine.settings
@@ -270,7 +271,7 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
 
 def stream_to_terminal(engine, question: str, history, decision: str | None = None, author: str | None = None):
     """Print the answer as it is written, then its sources. Returns the final Answer."""
-    from rag.answer import Answer, Delta, Restart
+    from rag.answering.extractive import Answer, Delta, Restart
 
     answer = None
     for event in engine.stream(question, history=history, decision=decision, author=author):
@@ -322,7 +323,7 @@ def _check_history(turns: Any) -> list[dict[str, Any]] | None:
 
 def usage_text(usage: dict, settings: Settings | None) -> str:
     """", 1,234 + 56 tokens, $0.0004" for an LLM answer (the cost when prices are set), else ""."""
-    from rag.cost import answer_cost, money
+    from rag.generation.cost import answer_cost, money
 
     if not usage or usage.get("prompt_tokens") is None:
         return ""
@@ -446,7 +447,7 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
       rag eval eval/questions/corpus_heldout.jsonl --corpus ../shared/corpus/iclr2025.jsonl
       rag eval eval/questions/support_pairs.jsonl
     """
-    from rag.evaluation import is_support_set, load_questions, run
+    from rag.evaluation.harness import is_support_set, load_questions, run
 
     if is_support_set(list(questions)):
         return _eval_support(list(questions), name, out, settings)
@@ -472,8 +473,8 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
 
 def _eval_support(paths: list[Path], name: str | None, out: Path, settings: dict[str, Any]) -> None:
     """`rag eval` on support pairs: the support check alone, with the embedder; no index, no LLM."""
-    from rag.embeddings import make_embedder
-    from rag.evaluation import QuestionSetError, load_support_pairs, run_support
+    from rag.store.embeddings import make_embedder
+    from rag.evaluation.harness import QuestionSetError, load_support_pairs, run_support
 
     resolved = Settings.load(**settings)
     try:
@@ -578,8 +579,8 @@ def models(as_json: bool, **settings: Any) -> None:
     (--llm-model / RAG_LLM_MODEL) is marked with *. Pick one with --llm-model, or per session in the web page.
       rag models --llm-base-url http://127.0.0.1:11434/v1      # Ollama
     """
-    from rag.endpoints import list_models
-    from rag.llm import LLMError
+    from rag.generation.endpoints import list_models
+    from rag.generation.llm import LLMError
 
     resolved = Settings.load(**settings)
     try:
@@ -598,8 +599,8 @@ def models(as_json: bool, **settings: Any) -> None:
 def _announce_llm(settings: Settings) -> None:
     """`rag serve` without a model: say which local LLM servers answer and the one line that would use one; or,
     with an endpoint but no model, which models it lists. Never picks one."""
-    from rag.endpoints import configured, list_models, probe_local, suggestion
-    from rag.llm import LLMError
+    from rag.generation.endpoints import configured, list_models, probe_local, suggestion
+    from rag.generation.llm import LLMError
 
     if settings.llm_enabled:
         return
@@ -640,8 +641,8 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
       rag serve --no-bundled             # only what the index holds now
       rag serve --collection mine my.jsonl   # a collection of your own files
     """
-    from rag import lock
-    from rag.ui.app import launch
+    from rag.store import lock
+    from rag.web.app import launch
 
     engine = _engine(**settings)
     _check_port(engine.settings.host, engine.settings.port)
@@ -650,7 +651,7 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
     held = lock.hold(engine.settings)  # noqa: F841  (kept open: the lock lasts as long as the process)
     background: list[Path | str] = list(paths)
     if not background and engine.settings.bundled:
-        from rag.catalog import BUNDLED
+        from rag.store.catalog import BUNDLED
 
         background = list(BUNDLED)
     launch(engine, background=background)

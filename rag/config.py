@@ -45,7 +45,7 @@ class Settings(BaseModel):
     # 250 + [CLS] + [SEP] fits MiniLM's 256-token window, so no chunk is ever truncated; on the seed dev set 250
     # matched 200 on hit@1/hit@5, raised multi-paper recall@5 from 0.85 to 0.95, and embeds 20% fewer chunks.
     chunk_size: int = Field(250, ge=32, le=2048, description="Tokens per chunk, title included.")
-    # 0: every sentence is stored with a vector of its own (rag.index), so chunks need no shared margin, and the
+    # 0: every sentence is stored with a vector of its own (rag.store.index), so chunks need no shared margin, and the
     # overlap was 2% more tokens for the model to embed at ingest (bench/FINDINGS.md).
     chunk_overlap: int = Field(0, ge=0, le=512, description="Tokens shared by neighbouring chunks.")
 
@@ -61,15 +61,15 @@ class Settings(BaseModel):
         "hybrid", description="Which retrievers rank the papers: both fused (default), or one alone (for comparison).")
     abstain_threshold: float = Field(
         0.47, ge=-1.0, le=2.0,
-        description="Abstain when the retrieval confidence is below this (calibration: rag/answer.py).",
+        description="Abstain when the retrieval confidence is below this (calibration: rag/answering/extractive.py).",
     )
     abstain_model_threshold: float | None = Field(
         None, ge=0.0, le=1.01,
-        description="Also abstain when the learned abstention model (rag/abstain.py) gives at least this "
+        description="Also abstain when the learned abstention model (rag/answering/abstain.py) gives at least this "
                     "probability that the papers do not answer; unset = its fitted threshold, 1.01 = off.",
     )
 
-    # The map of the collection (rag/topicmap.py)
+    # The map of the collection (rag/explore/topicmap.py)
     topics: int = Field(20, ge=2, le=100, description="Topic clusters of the collection map and `rag topics` "
                                                        "(fewer for small collections: at most one per 5 papers).")
 
@@ -93,12 +93,13 @@ class Settings(BaseModel):
                                        description="USD per million prompt tokens; with it the page shows costs.")
     llm_price_out: float | None = Field(None, ge=0, le=10_000,
                                         description="USD per million completion tokens.")
-    prompts_dir: Path | None = Field(None, description="Directory overriding prompts/*.txt.")
+    prompts_dir: Path | None = Field(
+        None, description="Directory overriding the bundled prompt templates (prompts/README.md).")
     support_threshold: float = Field(
         0.49, ge=-1.0, le=1.0,
         description="A cited sentence whose best cosine to a sentence of the cited abstracts is below this is "
-                    "listed as unsupported, as is one stating a number or name they lack (rag/support.py; chosen "
-                    "on half a of eval/questions/support_pairs.jsonl).",
+                    "listed as unsupported, as is one stating a number or name they lack (rag/generation/support.py; "
+                    "chosen on half a of eval/questions/support_pairs.jsonl).",
     )
 
     # Web app

@@ -14,7 +14,7 @@ import pytest
 from fake_openai import FakeOpenAI
 from helpers import ROOT, free_port, rag_cmd
 
-from rag.answer import Answer
+from rag.answering.extractive import Answer
 
 SECRET = "s3cret-Pa55"
 SAE = "Is there work on making sparse autoencoders cheaper to train?"
@@ -58,7 +58,7 @@ def test_an_answer_that_falls_back_never_shows_the_base_urls_credentials(embedde
 
 
 def test_the_model_menu_never_shows_the_base_urls_credentials(embedded_seed_engine):
-    from ui.session import ModelMenu
+    from rag.web.session import ModelMenu
 
     engine = embedded_seed_engine.derive(llm_model="fake-chat", llm_connect_timeout=1.0, llm_max_retries=0,
                                          llm_base_url=f"http://user:{SECRET}@127.0.0.1:{free_port()}/v1")

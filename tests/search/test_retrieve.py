@@ -1,0 +1,99 @@
+"""Retrieval's seams: parameters passed whole, weighted RRF, a reranker as one function; and the one error base."""
+
+import pytest
+
+from rag.config import ConfigError, Settings
+from rag.store.embeddings import EmbeddingError
+from rag.engine import QuestionError
+from rag.errors import RagError, one_line
+from rag.evaluation.harness import QuestionSetError
+from rag.store.index import StoreError
+from rag.generation.llm import LLMError
+from rag.store.lock import StoreBusyError
+from rag.search.retrieve import RERANK_DEPTH, HybridRetriever, RetrievalParams, fuse
+
+SAE = "Is there work on making sparse autoencoders cheaper to train?"
+
+
+def test_fusion_is_weighted_reciprocal_rank_scaled_to_one():
+    fused = dict(fuse([(1.0, {"a": 0.9, "b": 0.8}), (2.0, {"b": 7.0, "c": 3.0})], rrf_k=5))
+    assert fused["b"] == pytest.approx((1 / 7 + 2 / 6) / (3 / 6))  # second for dense, first for BM25
+    assert fused["a"] == pytest.approx((1 / 6) / (3 / 6)) and fused["c"] == pytest.approx((2 / 7) / (3 / 6))
+    assert list(dict(fuse([(1.0, {"x": 1, "y": 1})], 60))) == ["x", "y"]  # rank order, not score order
+    assert fuse([(1.0, {})], 5) == []
+
+
+def test_params_come_from_the_settings_whole_and_overrides_win():
+    settings = Settings.load(k=7, candidates=80, rrf_k=9, bm25_weight=0.5, retrieval="bm25")
+    params = RetrievalParams.from_settings(settings, k=3, author="Bengio")
+    assert (params.k, params.candidates, params.rrf_k, params.bm25_weight, params.mode, params.author) == \
+        (3, 80, 9, 0.5, "bm25", "Bengio")
+
+
+def test_candidates_is_a_per_call_setting(embedded_seed_engine):
+    retriever = embedded_seed_engine.retriever
+    base = RetrievalParams.from_settings(embedded_seed_engine.settings, k=10)
+    wide = retriever.candidates(_query(retriever, SAE), base, retriever.state)
+    narrow = retriever.candidates(_query(retriever, SAE), RetrievalParams(k=10, candidates=5), retriever.state)
+    assert len(wide["dense"]) > 5 and len(narrow["dense"]) <= 5 and len(narrow["bm25"]) <= 5
+    assert list(narrow["bm25"]) == list(wide["bm25"])[:len(narrow["bm25"])]
+
+
+def test_a_reranker_is_one_function_that_reorders_the_fused_hits(embedded_seed_engine):
+    index = embedded_seed_engine.index
+    seen = []
+
+    def reverse(query, hits):
+        seen.append((query.text, len(hits)))
+        return hits[::-1]
+
+    plain = HybridRetriever(index).retrieve(SAE, RetrievalParams(k=38))
+    reranked = HybridRetriever(index, reranker=reverse).retrieve(SAE, RetrievalParams(k=3))
+    depth = min(RERANK_DEPTH, len(plain.hits))
+    assert seen == [(SAE, depth)] and depth == RERANK_DEPTH  # the best RERANK_DEPTH fused candidates, not only k
+    assert [h.paper.paper_id for h in reranked.hits] == [h.paper.paper_id for h in plain.hits[:depth][::-1][:3]]
+    assert reranked.hits[0].snippet and reranked.sentences  # annotated after reranking
+
+
+def test_every_error_meant_for_users_shares_one_base():
+    for cls in (ConfigError, EmbeddingError, StoreError, StoreBusyError, LLMError, QuestionError, QuestionSetError):
+        assert issubclass(cls, RagError), cls
+    assert one_line(StoreError("cannot open\n  the store:   disk full")) == "cannot open the store: disk full"
+    assert one_line(LLMError("x" * 1000), limit=20) == "x" * 19 + "…"
+    assert one_line(RagError()) == "RagError"
+
+
+def _query(retriever, text):
+    from rag.search.retrieve import Query
+    from rag.text import tokenize
+
+    return Query(text, retriever.index.embedder.embed([text])[0], tokenize([text])[0])
+
+
+def test_an_answer_never_quotes_the_same_sentence_twice_whatever_invisible_characters_tell_it_apart(tmp_path):
+    """A copy of a paper under another id, told apart by zero-width and bidi characters, had an extractive answer
+    quote the same sentences twice, once per copy (security review 3, issue 26 item 21)."""
+    import json
+
+    from helpers import DATA
+
+    from rag.engine import Engine
+    from rag.text import split_sentences
+
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
+    original = records[0]
+    sentences = split_sentences(original["abstract"])
+    disguised = " ".join(s.replace(" ", " \u200b", 2).replace("e", "e\u200c", 1) + "\u202c" for s in sentences)
+    copy = {**original, "id": "copy-1", "title": "A Copy " + original["title"], "abstract": disguised}
+    path = tmp_path / "papers.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [original, copy, *records[1:]]) + "\n")
+    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine.ingest([path])
+    answer = engine.ask("How can protein structures be generated from a layout of 3D ellipsoids?")
+    assert answer.mode == "extractive" and not answer.abstained
+    import re
+
+    seen = re.sub("[\u200b-\u200f\u202a-\u202e]", "", answer.answer)  # what a reader sees
+    quoted = [s for s in sentences if s[:60] in seen]
+    assert quoted and all(seen.count(s[:60]) == 1 for s in quoted), answer.answer
+    assert seen == answer.answer  # nothing invisible is quoted either
