@@ -18,10 +18,24 @@ from typing import Any, Callable
 import click
 
 import rag
-from rag.errors import RagError, one_line
 from rag.config import ENV_VARS, Settings
+from rag.errors import RagError, one_line, redact_url
+from rag.text import json_safe, terminal_safe
 
 EXIT_OK, EXIT_PARTIAL, EXIT_NOTHING = 0, 1, 2
+
+
+def echo(message: Any = None, **kwargs: Any) -> None:
+    """`click.echo` for every line the CLI prints. Titles, abstracts, answers and servers' words are data: their
+    control and format characters are dropped (`rag.text.terminal_safe`: no escape sequence reaches the terminal)
+    and a URL's credentials redacted (`rag.errors.redact_url`)."""
+    click.echo(None if message is None else redact_url(terminal_safe(str(message))), **kwargs)
+
+
+def json_line(value: Any, **kwargs: Any) -> str:
+    """`value` as one line of JSON whose invisible characters are all escaped (`rag.text.json_safe`)."""
+    kwargs.setdefault("ensure_ascii", False)
+    return json_safe(json.dumps(value, **kwargs))
 
 
 def _setting_option(name: str, help: str, **kwargs: Any) -> Callable:
@@ -99,14 +113,19 @@ def friendly_errors(func: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except RagError as exc:
-            raise click.ClickException(one_line(exc)) from None
-        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
+        except RagError as exc:  # its message may quote a title or a server's words: printed as `echo` would
+            raise click.ClickException(terminal_safe(one_line(exc))) from None
+        except click.ClickException as exc:
+            if type(exc) is click.ClickException:  # ours, which may name a title, a URL or a server's words
+                raise click.ClickException(redact_url(terminal_safe(exc.message))) from None
+            raise
+        except (click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:
             if click.get_current_context().find_root().params.get("traceback"):
                 raise
-            raise click.ClickException(f"unexpected {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
+            detail = redact_url(terminal_safe(" ".join(str(exc).split())))[:300]
+            raise click.ClickException(f"unexpected {type(exc).__name__}: {detail} "
                                        "(run `rag --traceback ...` for details)") from None
 
     return wrapper
@@ -157,7 +176,7 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
     """
     engine = _engine(**settings)
     if if_empty and not engine.is_empty():
-        click.echo(f"index in {engine.settings.data_dir} already holds {engine.index.count()} papers; "
+        echo(f"index in {engine.settings.data_dir} already holds {engine.index.count()} papers; "
                    "nothing to do (--if-empty)")
         return
     bar = None
@@ -176,8 +195,8 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
     if bar is not None:
         bar.close()
     for problem in stats.problems:
-        click.echo(f"skipped {problem}", err=True)
-    click.echo(stats.summary())
+        echo(f"skipped {problem}", err=True)
+    echo(stats.summary())
     good = stats.added + stats.updated + stats.unchanged
     if good == 0:
         sys.exit(EXIT_NOTHING)
@@ -239,7 +258,7 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
         sys.exit(_ask_batch(engine, batch, decision, author))
     turns = _load_history(history) if history else None
     if as_json:
-        click.echo(json.dumps(engine.ask(question, history=turns, decision=decision, author=author).to_dict(),
+        echo(json_line(engine.ask(question, history=turns, decision=decision, author=author).to_dict(),
                               ensure_ascii=False))
     else:
         stream_to_terminal(engine, question or "", turns, decision, author)
@@ -252,13 +271,13 @@ def stream_to_terminal(engine, question: str, history, decision: str | None = No
     answer = None
     for event in engine.stream(question, history=history, decision=decision, author=author):
         if isinstance(event, Delta):
-            click.echo(event.text, nl=False)
+            echo(event.text, nl=False)
         elif isinstance(event, Restart):
-            click.echo(f"\n[the LLM stopped: {event.reason}]", err=True)
+            echo(f"\n[the LLM stopped: {event.reason}]", err=True)
         elif isinstance(event, Answer):
             answer = event
-    click.echo("\n")
-    click.echo(render_sources(answer, engine.settings))
+    echo("\n")
+    echo(render_sources(answer, engine.settings))
     return answer
 
 
@@ -276,7 +295,7 @@ def _ask_batch(engine, lines, decision: str | None, author: str | None) -> int:
         except (ValueError, RagError) as exc:
             failed += 1
             out = {"error": f"line {number}: {exc}", "line": number}
-        click.echo(json.dumps(out, ensure_ascii=False))
+        echo(json_line(out, ensure_ascii=False))
     return EXIT_PARTIAL if failed else EXIT_OK
 
 
@@ -361,26 +380,26 @@ def chat(k: int | None, decision: str | None, **settings: Any) -> None:
     if engine.is_empty():
         raise click.ClickException(f"the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first")
     mode = f"LLM {engine.settings.llm_model}" if engine.settings.llm_enabled else "extractive (no LLM configured)"
-    click.echo(f"{engine.index.count()} papers, answers: {mode}. /reset starts over, /quit leaves.")
+    echo(f"{engine.index.count()} papers, answers: {mode}. /reset starts over, /quit leaves.")
     history: list[dict[str, str]] = []
     while True:
         try:
             question = click.prompt("\n?", prompt_suffix=" ", default="", show_default=False)
         except (EOFError, click.Abort):
-            click.echo()
+            echo()
             return
         if question.strip() in ("/quit", "/exit"):
             return
         if question.strip() == "/reset":
             history.clear()
-            click.echo("(new conversation)")
+            echo("(new conversation)")
             continue
         if not question.strip():
             continue
         try:
             answer = stream_to_terminal(engine, question, history, decision)
         except RagError as exc:  # a bad question, or the store or endpoint failing: say so, keep chatting
-            click.echo(one_line(exc), err=True)
+            echo(one_line(exc), err=True)
             continue
         history += [{"role": "user", "content": question},
                     {"role": "assistant", "content": answer.answer, "paper_ids": answer.cited_ids}]
@@ -432,19 +451,19 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
     engine = _engine(**settings)
     if corpus is not None:
         stats = engine.ingest([corpus])
-        click.echo(f"haystack {corpus}: {engine.index.count()} papers ({stats.summary()})", err=True)
+        echo(f"haystack {corpus}: {engine.index.count()} papers ({stats.summary()})", err=True)
     if engine.is_empty():
         raise click.ClickException(f"the index in {engine.settings.data_dir} is empty; pass --corpus PATH")
     items = load_questions(list(questions), [k for k in kinds.split(",") if k] or None)
     report = run(engine, items, [c.strip() for c in configs.split(",") if c.strip()],
                  name or f"{questions[0].stem}-{corpus.stem if corpus else 'index'}")
-    click.echo(report.table())
+    echo(report.table())
     if report.meta.get("related_questions"):
-        click.echo(f"related papers: over {report.meta['related_questions']} multi-paper questions, "
+        echo(f"related papers: over {report.meta['related_questions']} multi-paper questions, "
                    f"{report.meta['related_recall@5']:.3f} of the other gold papers are among the first gold "
                    f"paper's 5 nearest ({report.meta['related_recall@10']:.3f} among 10)")
     for path in report.write(out):
-        click.echo(f"wrote {path}", err=True)
+        echo(f"wrote {path}", err=True)
 
 
 def _eval_support(paths: list[Path], name: str | None, out: Path, settings: dict[str, Any]) -> None:
@@ -458,11 +477,11 @@ def _eval_support(paths: list[Path], name: str | None, out: Path, settings: dict
     except QuestionSetError as exc:
         raise click.ClickException(str(exc)) from None
     report = run_support(pairs, make_embedder(resolved), resolved.support_threshold, name or paths[0].stem)
-    click.echo(report.table())
-    click.echo(f"threshold {resolved.support_threshold:g}; chosen on half a: "
+    echo(report.table())
+    echo(f"threshold {resolved.support_threshold:g}; chosen on half a: "
                f"{report.meta['threshold chosen on half a']}", err=True)
     for path in report.write(out):
-        click.echo(f"wrote {path}", err=True)
+        echo(f"wrote {path}", err=True)
 
 
 @main.command()
@@ -473,14 +492,14 @@ def stats(as_json: bool, **settings: Any) -> None:
     """Show what the index holds: papers, chunks, decisions, source files."""
     info = _existing_engine(**settings).stats()
     if as_json:
-        click.echo(json.dumps(info, ensure_ascii=False))
+        echo(json_line(info, ensure_ascii=False))
         return
     for key in ("data_dir", "collection", "embedder", "papers", "chunks"):
-        click.echo(f"{key:<11} {info[key]}")
+        echo(f"{key:<11} {info[key]}")
     for title, table in (("decisions", info["decisions"]), ("sources", info["sources"])):
-        click.echo(f"{title}:")
+        echo(f"{title}:")
         for name, count in table.items():
-            click.echo(f"  {count:>6}  {name}")
+            echo(f"  {count:>6}  {name}")
 
 
 @main.command()
@@ -500,12 +519,12 @@ def related(paper: str, k: int, as_json: bool, **settings: Any) -> None:
     """
     result = _existing_engine(**settings).related(paper, k)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), ensure_ascii=False))
+        echo(json_line(result.to_dict(), ensure_ascii=False))
         return
-    click.echo(f"Related to {result.paper.title or result.paper.label} ({result.paper.paper_id}):")
+    echo(f"Related to {result.paper.title or result.paper.label} ({result.paper.paper_id}):")
     for i, near in enumerate(result.related, start=1):
         decision = f" · {near.paper.decision}" if near.paper.decision else ""
-        click.echo(f"{i:>3}. {near.score:.3f}  {near.paper.title or near.paper.label} ({near.paper.paper_id}"
+        echo(f"{i:>3}. {near.score:.3f}  {near.paper.title or near.paper.label} ({near.paper.paper_id}"
                    f"{decision})")
 
 
@@ -527,20 +546,20 @@ def topics(as_json: bool, points: bool, **settings: Any) -> None:
     engine = _existing_engine(**settings)
     tmap = engine.topics()
     if as_json:
-        click.echo(json.dumps(tmap.summary(points=points), ensure_ascii=False))
+        echo(json_line(tmap.summary(points=points), ensure_ascii=False))
         return
     titles = {p.paper_id: p.title or p.label for p in engine.retriever.state.papers}
-    click.echo(f"{len(tmap.paper_ids):,} papers in {len(tmap.topics)} topics "
+    echo(f"{len(tmap.paper_ids):,} papers in {len(tmap.topics)} topics "
                f"({'read from' if tmap.cached else f'computed in {tmap.seconds:.1f} s, stored in'} "
                f"{engine.settings.data_dir}):")
-    click.echo(f"{'#':>3} {'papers':>6} {'oral':>5} {'spot':>5} {'poster':>6}  topic / example")
+    echo(f"{'#':>3} {'papers':>6} {'oral':>5} {'spot':>5} {'poster':>6}  topic / example")
     for t in tmap.topics:
         d = t.decisions
-        click.echo(f"{t.n:>3} {t.size:>6} {d.get('Oral', 0):>5} {d.get('Spotlight', 0):>5} {d.get('Poster', 0):>6}  "
+        echo(f"{t.n:>3} {t.size:>6} {d.get('Oral', 0):>5} {d.get('Spotlight', 0):>5} {d.get('Poster', 0):>6}  "
                    f"{t.label}")
         example = next(iter(t.examples.get("all") or []), None)
         if example:
-            click.echo(f"{'':>29}e.g. {titles.get(example, example)[:90]}")
+            echo(f"{'':>29}e.g. {titles.get(example, example)[:90]}")
 
 
 @main.command()
@@ -564,12 +583,12 @@ def models(as_json: bool, **settings: Any) -> None:
     except LLMError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
-        click.echo(json.dumps(ids))
+        echo(json_line(ids))
         return
     if not ids:
-        click.echo(f"{resolved.llm_base_url or 'the endpoint'} lists no models", err=True)
+        echo(f"{resolved.llm_base_url or 'the endpoint'} lists no models", err=True)
     for model in ids:
-        click.echo(f"{'*' if model == resolved.llm_model else ' '} {model}")
+        echo(f"{'*' if model == resolved.llm_model else ' '} {model}")
 
 
 def _announce_llm(settings: Settings) -> None:
@@ -584,13 +603,13 @@ def _announce_llm(settings: Settings) -> None:
         try:
             ids = list_models(settings)
         except LLMError as exc:
-            click.echo(f"No LLM model set (answers are extractive), and {exc}.", err=True)
+            echo(f"No LLM model set (answers are extractive), and {exc}.", err=True)
             return
-        click.echo(f"No LLM model set (answers are extractive). {settings.llm_base_url or 'The endpoint'} lists: "
+        echo(f"No LLM model set (answers are extractive). {settings.llm_base_url or 'The endpoint'} lists: "
                    f"{', '.join(ids) or 'no models'}; choose one with --llm-model / RAG_LLM_MODEL.", err=True)
         return
     for line in suggestion(probe_local()):
-        click.echo(line, err=True)
+        echo(line, err=True)
 
 
 @main.command()

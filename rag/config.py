@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from rag.errors import RagError
+from rag.errors import RagError, redact_url
 
 
 class ConfigError(RagError, ValueError):
@@ -166,6 +166,16 @@ class Settings(BaseModel):
         None, pattern=r"^\s*(\*|[A-Za-z0-9.:\[\]_-]+)(\s*,\s*[A-Za-z0-9.:\[\]_-]+)*\s*$",
         description="Host names the web chat answers to besides loopback's and its own address (comma-separated, "
                     "* for any): e.g. the name a reverse proxy forwards. Others are refused (DNS rebinding).")
+    # 25,000 uploaded records kept both cores busy for most of an hour (ingest runs at 6.9-11 papers/s,
+    # bench/REPORT.md) and blocked every other upload; 1,000 is 1.5-2.5 minutes of that.
+    upload_max_records: int = Field(1000, ge=1, le=1_000_000,
+                                    description="Papers one upload through the page may hold; more go through "
+                                                "`rag ingest`.")
+    # Two `rag serve` on one Chroma server: how stale one's search may be after the other added papers. The check is
+    # one request to the server (~2 ms), the refresh only when something changed.
+    store_check_seconds: float = Field(5.0, ge=0.0, le=3600,
+                                       description="With a Chroma server: how often (at most) a question checks "
+                                                   "whether another process changed the papers, and reloads them.")
     bundled: bool = Field(True, description="`rag serve` indexes the bundled ICLR 2025 list in the background "
                                             "(papers already indexed are skipped); false serves the index as it is.")
 
@@ -196,7 +206,8 @@ class Settings(BaseModel):
                 name = str(err["loc"][0]) if err["loc"] else "?"
                 flag = FLAGS.get(name, "--" + name.replace("_", "-"))
                 var = ENV_VARS.get(name, "")
-                got = "" if name in ("llm_api_key", "embed_api_key", "auth") else f" (got {err.get('input')!r})"
+                secret = name in ("llm_api_key", "embed_api_key", "auth")
+                got = "" if secret else f" (got {redact_url(repr(err.get('input')))})"
                 problems.append(f"{flag} / {var}: {err['msg']}{got}")
             raise ConfigError("invalid setting: " + "; ".join(problems)) from None
 
@@ -255,6 +266,8 @@ ENV_VARS: dict[str, str] = {
     "allowed_hosts": "RAG_ALLOWED_HOSTS",
     "bundled": "RAG_BUNDLED",
     "mcp_port": "RAG_MCP_PORT",
+    "upload_max_records": "RAG_UPLOAD_MAX_RECORDS",
+    "store_check_seconds": "RAG_STORE_CHECK_SECONDS",
 }
 # Every setting has an environment variable but the answer policy, which is tuned with `rag eval`, not set per run.
 assert set(ENV_VARS) == set(Settings.model_fields) - {"policy"}, "every setting needs an environment variable"

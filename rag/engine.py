@@ -72,6 +72,10 @@ class NoIndexError(RagError, LookupError):
     """There is no index to answer from (none in the data dir, or an empty one); the message names `rag ingest`."""
 
 
+class UploadError(RagError, ValueError):
+    """An upload through the page cannot be added as given (too many papers); the message says how instead."""
+
+
 # Markup pasted into a question ("<script>alert(1)</script> Which papers ...?"): HTML comments, tags of HTML's own
 # elements (so "List<String>" and "accuracy<baseline and loss>0" are text), a closed script or style element with
 # its content (an unclosed `<script>` loses only its tag), Markdown images and the target of Markdown links.
@@ -270,6 +274,8 @@ class Engine:
         self._retriever: HybridRetriever | None = None
         self._llm: ChatClient | None = None
         self.templates: dict[str, str] = {}
+        self._generation: str | None = None  # the store's change mark the retriever's papers were loaded at
+        self._checked = 0.0  # when that mark was last compared with the store's (monotonic seconds)
 
     def derive(self, **overrides: Any) -> "Engine":
         """An engine with some settings changed that shares this one's loaded embedder, index and retriever
@@ -301,17 +307,63 @@ class Engine:
         index = self.index
         with self._lock:
             if self._retriever is None:
+                self._generation = self._store_generation(index)  # read first: a change meanwhile shows later
+                self._checked = time.monotonic()
                 self._retriever = HybridRetriever(index)
-            return self._retriever
+            retriever = self._retriever
+        self._check_store(index)
+        return retriever
+
+    def _check_store(self, index: PaperIndex) -> None:
+        """On a Chroma server another process (a second `rag serve`, a `rag ingest`) may add papers at any time:
+        at most every `store_check_seconds`, compare the store's change mark (`PaperIndex.generation`) with the
+        one the papers were loaded at, and reload them when it moved. The embedded store has one owner (rag.lock)."""
+        if not self.settings.chroma_url:
+            return
+        with self._lock:
+            now = time.monotonic()
+            if now - self._checked < self.settings.store_check_seconds:
+                return
+            self._checked = now
+        generation = self._store_generation(index)
+        if generation is not None and generation != self._generation:
+            self._generation = generation
+            self._refresh()
+
+    def _store_generation(self, index: PaperIndex) -> str | None:
+        if not self.settings.chroma_url:
+            return None
+        try:
+            return index.generation()
+        except RagError:  # the server is down: the question's own request says so in its one line
+            return None
+
+    def _mark_changed(self, index: PaperIndex) -> None:
+        """Tell other processes on the same Chroma server that the papers changed (`_check_store`)."""
+        if self.settings.chroma_url:
+            self._generation = index.mark_changed()  # this process reloads its papers itself, right after
 
     def ingest(self, paths: Sequence[str | Path], progress: Callable[[int, int], None] | None = None,
-               refresh_every: float | None = None) -> IngestStats:
+               refresh_every: float | None = None, upload: bool = False) -> IngestStats:
         """Read files and directories into the store. Bad records are skipped and listed in `stats.problems`.
         With `refresh_every` (seconds), questions asked meanwhile search the papers stored so far, refreshed at
-        most that often; otherwise they see the new papers when the ingest ends."""
+        most that often; otherwise they see the new papers when the ingest ends.
+
+        `upload`: the files came from a web user ("Add papers"), who may add papers and update those of their own
+        earlier uploads of the same file, never change a paper another file holds (a record with a bundled
+        paper's id would replace its abstract, decision and link for every user); such records are skipped as
+        problems. An upload of more than `upload_max_records` papers is refused (UploadError) before anything
+        is embedded: that is work for `rag ingest`."""
         with self._ingest_lock:
             read = read_paths(paths)
+            if upload and len(read.papers) > self.settings.upload_max_records:
+                raise UploadError(
+                    f"this upload holds {len(read.papers):,} papers; the page adds at most "
+                    f"{self.settings.upload_max_records:,} at a time (embedding them keeps the server busy for "
+                    "everyone). Upload it in smaller files, or add it with `rag ingest FILE` where the server runs.")
             read.papers, enriched = enrich(read.papers)  # untitled abstracts named after bundled ICLR 2025 papers
+            if upload:
+                self._keep_others_papers(read, paths)
             last = time.monotonic()
 
             def step(done: int, todo: int) -> None:
@@ -319,6 +371,7 @@ class Engine:
                 if progress:
                     progress(done, todo)
                 if refresh_every is not None and done and time.monotonic() - last >= refresh_every:
+                    self._mark_changed(index)
                     self._refresh()
                     last = time.monotonic()
 
@@ -328,8 +381,36 @@ class Engine:
                 stats.problems = [str(p) for p in read.problems]
                 stats.skipped = sum(1 for p in read.problems if p.line is not None)
                 stats.enriched = enriched
+                if stats.added or stats.updated or stats.removed:
+                    self._mark_changed(index)  # other processes on the same Chroma server refresh
                 self._refresh()
                 return stats
+
+    def _keep_others_papers(self, read: Any, paths: Sequence[str | Path]) -> None:
+        """Drop from an upload's `read` every paper that would change a stored paper held by a file that is not
+        one of this upload's files or an earlier upload of the same file (same name, in the same uploads
+        folder: Gradio keeps each upload as `<uploads>/<hash of its content>/<name>`); each is a problem."""
+        from rag.store.ingest import Problem
+
+        mine = [Path(p).resolve() for p in paths]
+
+        def own(holder: str) -> bool:
+            path = Path(holder)
+            return any(path == m or (path.name == m.name and path.parent.parent == m.parent.parent) for m in mine)
+
+        stored = self.index.holders([p.paper_id for p in read.papers])
+        kept, refused = [], set()
+        for paper in read.papers:
+            found = stored.get(paper.paper_id)
+            if found is not None and found[0] != paper.content_hash and not (found[1] and all(map(own, found[1]))):
+                read.problems.append(Problem(paper.source, paper.line or None,
+                                             f"id {paper.paper_id!r} is already in the index from another file; "
+                                             "kept that paper (give this record an id of its own to add it)"))
+                refused.add(paper.source)
+            else:
+                kept.append(paper)
+        read.papers = kept
+        read.files = [f for f in read.files if f not in refused]  # a file with a skipped record is not mirrored
 
     def _refresh(self) -> None:
         with self._lock:

@@ -7,16 +7,46 @@ StoreBusyError, QuestionSetError), whose message names the fix. The shells catch
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 class RagError(Exception):
     """An expected failure; `str(exc)` says what happened and what to do."""
 
 
+# The user-info of a URL (`http://user:secret@host/`) and the value of a query parameter named like a credential
+# (`?api_key=...`, `&token=...`, `&sig=...`): what an OPENAI_BASE_URL, RAG_EMBED_BASE_URL or RAG_CHROMA_URL may
+# carry, and what no message, notice, log line or page may show.
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#@]*@")
+_SECRET_QUERY = re.compile(r"(?i)([?&;][\w.-]*(?:key|token|secret|passw(?:or)?d|pwd|auth|sig(?:nature)?|credential)"
+                           r"[\w.-]*=)[^&;#\s]*")
+
+
+def redact_url(text: str) -> str:
+    """`text` with every URL's user-info and credential-like query values replaced by `***`, so a message that
+    names an endpoint names its host and path, never its password."""
+    return _SECRET_QUERY.sub(r"\1***", _USERINFO.sub(r"\1***@", text))
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """`url` without its user-info, and that user-info as (user, password) for HTTP basic auth (what httpx does
+    with a URL's user-info anyway). A client given the bare URL never logs the password with it."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    netloc = parts.hostname or ""
+    netloc = f"[{netloc}]" if ":" in netloc else netloc
+    netloc += f":{parts.port}" if parts.port else ""
+    return (urlunsplit(parts._replace(netloc=netloc)),
+            (unquote(parts.username or ""), unquote(parts.password or "")))
+
+
 def one_line(exc: BaseException, limit: int | None = None) -> str:
-    """The error's message on one line (whitespace collapsed), cut at `limit` characters if given (by default not:
-    a message ends with its fix, e.g. the command to run)."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    """The error's message on one line (whitespace collapsed, URL credentials redacted: `redact_url`), cut at
+    `limit` characters if given (by default not: a message ends with its fix, e.g. the command to run)."""
+    text = redact_url(" ".join(str(exc).split())) or type(exc).__name__
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 

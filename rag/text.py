@@ -23,6 +23,16 @@ import bm25s
 import Stemmer
 
 _STEMMER = Stemmer.Stemmer("english")
+# Characters that draw nothing yet change what text is or how a terminal shows it: control characters (C0 but tab,
+# line feed and carriage return; DEL; C1, whose U+009B is a terminal's CSI) and Unicode format characters
+# (category Cf: zero-width spaces and joiners, bidi embeddings, overrides and isolates, soft hyphen, BOM, the
+# interlinear annotations and tag characters). Listed by hand because building the class from `unicodedata` at
+# import costs a pass over 1.1M code points; tests/test_ingest.py checks it against `unicodedata` for all of them.
+INVISIBLE = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+    "\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd"
+    "\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f]")
 # A full stop, then a capital: cheap and good enough for a one-line preview (Punkt is for the index).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
@@ -30,6 +40,39 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 def tokenize(texts: list[str]) -> list[list[str]]:
     """Stemmed, stop-word-free terms of each text, as BM25 indexes and searches them."""
     return bm25s.tokenize(texts, stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False)
+
+
+def visible(text: str) -> str:
+    """`text` without INVISIBLE characters (a space for those that are whitespace): what a reader sees. So
+    "same\u200b sentence" is the same sentence, and an abstract cannot reorder, hide or smuggle text past the eye
+    (or an escape sequence past `rag ask` to the terminal)."""
+    return INVISIBLE.sub(_dropped, text)
+
+
+def _dropped(match: re.Match) -> str:
+    return " " if match.group().isspace() else ""  # a vertical tab, form feed or NEL still parts two words
+
+
+def terminal_safe(text: str) -> str:
+    """Text for a terminal: INVISIBLE characters dropped (ESC, CSI and OSC never reach it, so text from a paper or
+    a model cannot clear the screen, set the window title or write the clipboard) and a carriage return, which
+    would let a line overwrite what was printed before it, shown as a line break."""
+    return visible(text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def json_safe(dumped: str) -> str:
+    """JSON text (`json.dumps(..., ensure_ascii=False)`, which escapes only C0 controls) with every other INVISIBLE
+    character escaped as `\\uXXXX` too: the data stays exact for a program, and a terminal shown the line sees
+    no C1 control (U+009B is CSI) or bidi override."""
+    return INVISIBLE.sub(_escaped, dumped)
+
+
+def _escaped(match: re.Match) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xd800 + (code >> 10):04x}\\u{0xdc00 + (code & 0x3ff):04x}"  # a surrogate pair, as JSON spells it
 
 
 def plain(text: str) -> str:

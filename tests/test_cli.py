@@ -230,3 +230,40 @@ def test_telemetry_switches_are_set_before_the_libraries_load():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={**os.environ, "ORT_DISABLE_TELEMETRY": "0"}, check=True).stdout.split()
     assert out == ["1", "False", "False", "1"]
+
+
+# Terminal escapes: clear the screen, set the window title, write the clipboard (OSC 52), an 8-bit CSI (U+009B)
+# and a bidi override. None may reach a terminal (security review 3, issue 26 item 18).
+ESCAPES = "\x1b[2J\x1b[H\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07\x9b31m\u202e"
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def test_terminal_escapes_in_paper_text_or_a_servers_words_never_reach_the_terminal(tmp_path):
+    """A paper's title, authors and abstract with escape sequences, ingested and then listed by `rag related`,
+    quoted by `rag ask` (text and JSON), and an LLM endpoint's error text with them (which no ingest cleans):
+    the escape characters are dropped from text output and escaped in JSON; the words around them remain."""
+    from fake_openai import FakeOpenAI
+
+    abstracts = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()][:3]
+    hostile = {**abstracts[0], "title": f"Switch{ESCAPES} Sparse Autoencoders",
+               "authors": [f"Mallory{ESCAPES}"], "abstract": f"{ESCAPES}" + abstracts[0]["abstract"]}
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [hostile, *abstracts[1:]]) + "\n")
+    data = tmp_path / "index"
+    rag("ingest", path, "--data-dir", data, check=True)
+    runs = [rag("related", abstracts[0]["id"], "--data-dir", data, check=True),
+            rag("ask", abstracts[0]["title"], "--data-dir", data, check=True),
+            rag("ask", "--json", abstracts[0]["title"], "--data-dir", data, check=True),
+            rag("related", f"no such paper{ESCAPES}", "--data-dir", data)]
+    with FakeOpenAI() as server:
+        server.mode, server.status = "error_body", 500
+        server.body = {"error": {"message": f"overloaded{ESCAPES} try later"}}
+        runs.append(rag("ask", abstracts[0]["title"], "--data-dir", data, check=True,
+                        env={"OPENAI_BASE_URL": server.base_url, "RAG_LLM_MODEL": "fake-chat",
+                             "RAG_LLM_MAX_RETRIES": "0"}))
+    for run in runs:
+        assert not _CONTROL.search(run.stdout + run.stderr), repr(run.stdout + run.stderr)
+    assert "Switch[2J[H]0;pwned]52;c;ZXZpbA==31m Sparse Autoencoders" in runs[0].stdout + runs[1].stdout
+    assert json.loads(runs[2].stdout)["sources"]  # still valid JSON
+    assert runs[3].returncode == 1 and "no such paper" in runs[3].stderr
+    assert "overloaded[2J[H]0;pwned]52;c;ZXZpbA==31m try later" in runs[4].stdout, runs[4].stdout

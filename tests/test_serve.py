@@ -116,3 +116,168 @@ def test_a_port_in_use_is_reported_before_the_index_loads(tmp_path):
     assert f"cannot serve on 127.0.0.1:{port}" in run.stderr and "--port / RAG_PORT" in run.stderr, run.stderr
     assert "GRADIO_SERVER_PORT" not in run.stderr
     assert not (tmp_path / "index").exists()  # it stopped before opening (or creating) the store
+
+
+def _refused(settings, *args) -> bool:
+    run = subprocess.run(rag_cmd(*args, data_dir=settings.data_dir), cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)
+    assert "Traceback" not in run.stderr and "unexpected" not in run.stderr, run.stderr
+    return run.returncode == 1 and "a running `rag serve`" in run.stderr
+
+
+@pytest.mark.parametrize("damage", ["deleted", "replaced"])
+def test_deleting_or_replacing_serve_lock_while_serving_does_not_let_others_in(tmp_path, damage):
+    """The lock was the `flock` of serve.lock: deleting the file while serving let `rag ingest` and `rag ask` run
+    beside the server (issue 26 item 13). The lock is now on the data dir, which cannot be deleted under it."""
+    settings = Settings(data_dir=tmp_path / "index")
+    held = lock.hold(settings)
+    try:
+        (settings.data_dir / "serve.lock").unlink()
+        if damage == "replaced":
+            (settings.data_dir / "serve.lock").write_text("12345")
+        assert _refused(settings, "ingest", str(DATA / "papers_small.jsonl"))
+        assert _refused(settings, "ask", "protein structure generation")
+        with pytest.raises(lock.StoreBusyError):
+            lock.hold(settings)
+    finally:
+        held.close()
+    lock.check_free(settings, "open it")  # released with its holder
+
+
+def test_serve_lock_as_a_symlink_is_replaced_and_its_target_left_alone(tmp_path):
+    """A symlink at serve.lock had its target truncated and overwritten with the PID (issue 26 item 14)."""
+    import os
+
+    settings = Settings(data_dir=tmp_path / "index")
+    settings.data_dir.mkdir()
+    target = tmp_path / "precious.txt"
+    target.write_text("do not touch\n")
+    (settings.data_dir / "serve.lock").symlink_to(target)
+    held = lock.hold(settings)
+    try:
+        assert target.read_text() == "do not touch\n"
+        path = settings.data_dir / "serve.lock"
+        assert not path.is_symlink() and path.read_text() == str(os.getpid())
+        assert _refused(settings, "ingest", str(DATA / "papers_small.jsonl"))
+        assert sorted(p.name for p in settings.data_dir.iterdir()) == ["serve.lock"]  # no temp file left
+    finally:
+        held.close()
+    # A link planted while serving is never followed to read the PID either.
+    (settings.data_dir / "serve.lock").unlink()
+    (settings.data_dir / "serve.lock").symlink_to(target)
+    held = lock.hold(settings)
+    try:
+        (settings.data_dir / "serve.lock").unlink()
+        (settings.data_dir / "serve.lock").symlink_to(target)
+        with pytest.raises(lock.StoreBusyError, match=r"\(pid \?\)"):
+            lock.check_free(settings, "open it")
+    finally:
+        held.close()
+    assert target.read_text() == "do not touch\n"
+
+
+def test_serve_lock_as_a_directory_still_serves_and_refuses_others(tmp_path):
+    """A directory at serve.lock made `rag serve` fail with "unexpected IsADirectoryError" (issue 26 item 15)."""
+    settings = Settings(data_dir=tmp_path / "index")
+    (settings.data_dir / "serve.lock").mkdir(parents=True)
+    held = lock.hold(settings)
+    try:
+        assert _refused(settings, "ingest", str(DATA / "papers_small.jsonl"))
+        assert sorted(p.name for p in settings.data_dir.iterdir()) == ["serve.lock"]
+    finally:
+        held.close()
+
+
+def _chroma_run(path, port):
+    """A `chroma run` of this venv on 127.0.0.1:port, once it answers."""
+    import urllib.request
+    from pathlib import Path
+
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "chroma"), "run", "--path", str(path),
+                             "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    deadline = time.time() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=2)
+            return proc
+        except OSError:
+            assert proc.poll() is None and time.time() < deadline, "chroma run did not start"
+            time.sleep(0.2)
+
+
+@pytest.mark.server
+def test_two_servers_on_one_chroma_server_see_each_others_new_papers(tmp_path, chroma_server):
+    """Two `rag serve` on one Chroma server never saw each other's new papers until restarted (issue 26 item 16).
+    Each now checks the collection's change mark at most every `store_check_seconds` before a question, and
+    reloads the papers when another process changed them."""
+    import uuid
+
+    from helpers import api_ask, free_port, wait_for_page
+
+    store = {"chroma_url": chroma_server, "collection": f"t-{uuid.uuid4().hex[:12]}"}
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
+    first, later = tmp_path / "first.jsonl", tmp_path / "later.jsonl"
+    first.write_text("\n".join(json.dumps(r) for r in records[:4]) + "\n")
+    later.write_text("\n".join(json.dumps(r) for r in records[4:]) + "\n")
+    other = Engine(Settings.load(data_dir=tmp_path / "other", **store))  # the other server's engine
+    other.ingest([first])
+    port = free_port()
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen(rag_cmd("serve", "--no-bundled", "--port", str(port), data_dir=tmp_path / "serve",
+                                    chroma_url=store["chroma_url"], collection=store["collection"]),
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            env={**__import__("os").environ, "RAG_STORE_CHECK_SECONDS": "1"})
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_for_page(base + "/", proc, timeout=120)
+        question = records[5]["title"]
+        status, answer = api_ask(base, [question])
+        assert status == 200 and records[5]["id"] not in [s["paper_id"] for s in answer["sources"]]
+        other.ingest([later])  # papers added through the other server (or `rag ingest`) ...
+        time.sleep(1.2)
+        status, answer = api_ask(base, [question])  # ... are searched by this one at its next question
+        assert status == 200 and answer["sources"][0]["paper_id"] == records[5]["id"], answer["sources"]
+        assert answer["timings"]  # an ordinary answer
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def test_related_while_the_chroma_server_is_down_is_the_stores_one_line_error(tmp_path):
+    """`/related` while the Chroma server was down said "Something went wrong" (issue 26 item 17): the paper
+    vectors were read past the store's error handling. Now it is the store's own line, and works again once
+    the server is back."""
+    from helpers import free_port
+
+    from rag.store.index import StoreError
+    from rag.web.app import ChatApp, public_message
+
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
+    path = tmp_path / "papers.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    port = free_port()
+    proc = _chroma_run(tmp_path / "chroma", port)
+    try:
+        engine = Engine(Settings.load(data_dir=tmp_path / "index", chroma_url=f"http://127.0.0.1:{port}"))
+        engine.ingest([path])
+        engine.retriever  # loaded while the server runs, as a serving app has it
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    with pytest.raises(StoreError) as down:
+        engine.related(records[0]["id"])
+    line = public_message(down.value, engine.settings)
+    assert line.startswith(f"cannot use the Chroma server at http://127.0.0.1:{port}") and "chroma run" in line
+    import gradio as gr
+
+    with pytest.raises(gr.Error) as shown:
+        ChatApp(engine).related_api(records[0]["id"])
+    assert "Something went wrong" not in str(shown.value) and "Chroma server" in str(shown.value)
+    proc = _chroma_run(tmp_path / "chroma", port)
+    try:
+        assert [n.paper.paper_id for n in engine.related(records[0]["id"]).related]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -30,7 +30,6 @@ from rag.store.index import StoredPaper
 
 DEFAULT_K = 5
 MAX_K = 50
-_IN_LIMIT = 500
 _OPENREVIEW = re.compile(r"openreview\.net/(?:forum|pdf)\?id=([\w-]+)")
 
 
@@ -83,10 +82,7 @@ class Explorer:
             state = self.retriever.state
             if state is not self.state:
                 ids = [p.paper_id for p in state.papers]
-                found: dict[str, Any] = {}
-                for start in range(0, len(ids), _IN_LIMIT):
-                    got = self.retriever.index.papers.get(ids=ids[start:start + _IN_LIMIT], include=["embeddings"])
-                    found.update(zip(got["ids"], got["embeddings"]))
+                found = self.retriever.index.paper_vectors(ids)  # a store that is down: its one-line StoreError
                 dim = len(next(iter(found.values()))) if found else 0
                 matrix = np.zeros((len(ids), dim), dtype=np.float32)
                 for i, pid in enumerate(ids):

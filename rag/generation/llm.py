@@ -11,7 +11,7 @@ one-line reason, and the worker is told to close the stream. Error bodies come i
 `{"error": {"message": ...}}`, a bare string, a list, an HTML page); only a short string is quoted, and
 describing a fault never raises, so no body can turn a fallback into a crash.
 
-The API key is never put in a message: every error text is scrubbed of it.
+The API key is never put in a message: every error text is scrubbed of it, and of the base URL's credentials.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, cast
 
-from rag.errors import RagError
 from rag.config import Settings
+from rag.errors import RagError, redact_url, split_credentials
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -57,9 +57,11 @@ class ChatClient:
         self.settings = settings
         self.model = settings.llm_model or ""
         self._key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
-        self.base_url = settings.llm_base_url or "https://api.openai.com/v1"
+        url, login = split_credentials(settings.llm_base_url or "https://api.openai.com/v1")
+        self.base_url = redact_url(settings.llm_base_url or url)  # what messages name: no credentials in it
         self._client = openai.OpenAI(
-            base_url=self.base_url,
+            base_url=url,  # a URL's user-info goes as basic auth, so no library logs it with the URL
+            http_client=openai.DefaultHttpxClient(auth=login) if login else None,
             api_key=self._key or "not-needed",  # local servers ignore it; the client insists on one
             timeout=httpx.Timeout(settings.llm_timeout, connect=settings.llm_connect_timeout),
             max_retries=settings.llm_max_retries,
@@ -192,7 +194,8 @@ class ChatClient:
         return reason
 
     def scrub(self, text: str) -> str:
-        return text.replace(self._key, "***") if self._key else text
+        """`text` without the API key or the credentials of any URL in it (`redact_url`)."""
+        return redact_url(text.replace(self._key, "***") if self._key else text)
 
 
 def _detail(body: object, depth: int = 0) -> str:

@@ -32,8 +32,8 @@ import bm25s
 import numpy as np
 
 from rag.config import Settings
-from rag.text import is_boilerplate, plain, split_sentences, tokenize
 from rag.store.index import PaperIndex, Sentences, StoredPaper
+from rag.text import is_boilerplate, plain, split_sentences, tokenize, visible
 from rag.search.topical import coverage, topic_groups
 
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
@@ -237,7 +237,7 @@ class HybridRetriever:
         hits = retrieval.hits
         scored = self.score_sentences(retrieval, list(range(len(hits))))
         answering = [i for i, hit in enumerate(hits) if hit.paper.has_abstract][:SNIPPET_PAPERS]
-        retrieval.sentences = [s for s in scored if s.paper_index in answering]
+        retrieval.sentences = distinct([s for s in scored if s.paper_index in answering])
         groups = topic_groups(retrieval.question)
         for i, hit in enumerate(hits):
             best = next((s for s in scored if s.paper_index == i), None)
@@ -297,6 +297,20 @@ class HybridRetriever:
                 texts = split_sentences(paper.abstract)
                 found[paper.paper_id] = Sentences(texts, self.index.embedder.embed(texts))
         return found
+
+
+def distinct(sentences: list[ScoredSentence]) -> list[ScoredSentence]:
+    """`sentences` (best first) with each sentence once: a repeat, in the same abstract or another paper's (a copy
+    of a paper, or one told apart only by zero-width or bidi characters, case or punctuation), is dropped, so no
+    answer quotes the same sentence twice."""
+    seen: set[str] = set()
+    out = []
+    for sentence in sentences:
+        key = plain(visible(sentence.text))
+        if key not in seen:
+            seen.add(key)
+            out.append(sentence)
+    return out
 
 
 def name_words(text: str) -> list[str]:

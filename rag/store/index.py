@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
-from rag.errors import RagError
+from rag.errors import RagError, redact_url
 from rag.config import ConfigError, Settings
 from rag.text import sentence_spans
 from rag.store.embeddings import Embedder, EmbeddingError
@@ -57,8 +57,9 @@ def store_error(settings: Settings, exc: BaseException, doing: str = "use") -> S
     changes nothing: the next one tries again (a Chroma server that is back is used again)."""
     detail = " ".join(str(exc).split())[:240] or type(exc).__name__
     if settings.chroma_url:
-        return StoreError(f"cannot {doing} the Chroma server at {settings.chroma_url}: {detail}. Check that it is "
-                          "running (`chroma run --path DIR --port P`); the next request will try again.")
+        return StoreError(f"cannot {doing} the Chroma server at {redact_url(settings.chroma_url)}: {detail}. "
+                          "Check that it is running (`chroma run --path DIR --port P`); the next request will try "
+                          "again.")
     low = detail.lower()
     if isinstance(exc, PermissionError) or any(w in low for w in ("readonly", "read-only", "permission denied")):
         return StoreError(f"cannot write the data dir {settings.data_dir} ({detail}). Make it writable "
@@ -177,9 +178,10 @@ def _connect(url: str, chroma_settings: Any) -> Any:
         client.heartbeat()
         version = str(client.get_version())
     except Exception as exc:
-        raise StoreError(f"cannot use the Chroma server at {url}: {' '.join(str(exc).split())[:200]}. {hint}") from None
+        raise StoreError(f"cannot use the Chroma server at {redact_url(url)}: {' '.join(str(exc).split())[:200]}. "
+                         f"{hint}") from None
     if version.split(".")[0] != SERVER_API_MAJOR:
-        raise StoreError(f"the Chroma server at {url} reports version {version}, which this client "
+        raise StoreError(f"the Chroma server at {redact_url(url)} reports version {version}, which this client "
                          f"(chromadb {chromadb.__version__}, server API {SERVER_API_MAJOR}.x) cannot use. {hint}")
     return client
 
@@ -436,6 +438,37 @@ class PaperIndex:
             got = self.papers.get(where=where, include=["metadatas"])
             found.update(zip(got["ids"], got["metadatas"]))
         return found
+
+    @_guarded
+    def paper_vectors(self, paper_ids: list[str]) -> dict[str, Any]:
+        """The whole-paper vectors of these papers (`rag.explore`), by id; a store that fails is a StoreError."""
+        found: dict[str, Any] = {}
+        for part in _parts(paper_ids):
+            got = self.papers.get(ids=part, include=["embeddings"])
+            found.update(zip(got["ids"], got["embeddings"]))
+        return found
+
+    @_guarded
+    def holders(self, paper_ids: list[str]) -> dict[str, tuple[str, dict[str, int]]]:
+        """For each of these papers the store holds: its content hash and the files that hold it (path ->
+        position), for an upload that may not replace another file's paper (`Engine.ingest`)."""
+        return {pid: (str(meta.get("hash", "")), _holders(meta)) for pid, meta in self._stored_meta(paper_ids).items()}
+
+    @_guarded
+    def generation(self) -> str:
+        """A mark that changes whenever an ingest changed this collection (`mark_changed`): how a process sharing
+        a Chroma server with another one learns that the other added papers."""
+        return str((self.client.get_collection(self.papers.name).metadata or {}).get("generation", ""))
+
+    @_guarded
+    def mark_changed(self) -> str:
+        """Give the collection a new `generation` mark (after an ingest that changed anything); returns it."""
+        import uuid
+
+        generation = uuid.uuid4().hex
+        meta = dict(self.client.get_collection(self.papers.name).metadata or {})
+        self.papers.modify(metadata={**meta, "generation": generation})
+        return generation
 
     @_guarded
     def count(self) -> int:

@@ -2,9 +2,10 @@
 
 The embedded store (a `PersistentClient` in the data dir) belongs to one process at a time: another process
 writing to it is not seen by the one serving (the server keeps answering from what it loaded, and Chroma may
-report "Nothing found on disk"). So `rag serve` holds an exclusive `flock` on `<data dir>/serve.lock` for its
-lifetime, and every other command that opens the same embedded store checks it first and stops at once with a
-message that names the fixes (add papers through the page, stop the server, or share a Chroma server).
+report "Nothing found on disk"). So `rag serve` holds an exclusive `flock` on the data dir itself for its
+lifetime (`<data dir>/serve.lock` only records its PID: deleting or replacing that file changes nothing), and
+every other command that opens the same embedded store checks it first and stops at once with
+a message that names the fixes (add papers through the page, stop the server, or share a Chroma server).
 The kernel drops the lock when the server process dies, even by kill -9, so a stale lock never blocks anyone.
 A Chroma server (`chroma_url`) is made for many processes and needs no lock.
 
@@ -18,9 +19,10 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO
+from pathlib import Path
 
 from rag.errors import RagError
 from rag.config import Settings
@@ -33,44 +35,84 @@ class StoreBusyError(RagError, RuntimeError):
     """Another process serves this embedded store; the message says what to do instead."""
 
 
-def hold(settings: Settings) -> IO[str] | None:
-    """Take the lock for a serving process; returns the open file (keep it open) or None for a Chroma server.
-    Raises StoreBusyError if another process already serves this data dir."""
+class Held:
+    """The serving lock while it is held: an open descriptor of the data dir, `flock`ed exclusively."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd: int | None = fd
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor releases the lock
+            self.fd = None
+
+
+def hold(settings: Settings) -> Held | None:
+    """Take the lock for a serving process; returns it (keep it open) or None for a Chroma server.
+    Raises StoreBusyError if another process already serves this data dir.
+
+    The lock is on the data dir itself, not on `serve.lock`: a file can be deleted, replaced by a symlink or a
+    directory while the server runs (the next `rag ingest` then saw no lock and wrote beside the server), a
+    directory holding the index cannot. `serve.lock` only records the server's PID for the busy message, and is
+    written without following a link (a symlink there once had its target truncated and overwritten)."""
     if settings.chroma_url:
         return None
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    handle = (settings.data_dir / NAME).open("a+", encoding="utf-8")
+    fd = os.open(settings.data_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        handle.close()
+        os.close(fd)
         raise StoreBusyError(_busy(settings, "serve it a second time")) from None
-    handle.truncate(0)
-    handle.write(str(os.getpid()))
-    handle.flush()
-    return handle
+    _write_pid(settings.data_dir / NAME)
+    return Held(fd)
+
+
+def _write_pid(path: Path) -> None:
+    """Put this process's PID in `path`: a new file renamed over it, so a symlink there is replaced, never
+    followed. If `path` is a directory (or the data dir unwritable) no PID is recorded; the lock holds all the same."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(str(os.getpid()))
+        os.replace(temp, path)
+    except OSError:
+        try:
+            temp.unlink()
+        except OSError:
+            pass
 
 
 def check_free(settings: Settings, doing: str) -> None:
     """Raise StoreBusyError if a `rag serve` holds this embedded store. Creates nothing."""
-    path = settings.data_dir / NAME
-    if settings.chroma_url or not path.is_file():
+    if settings.chroma_url:
         return
     try:
-        with path.open("r", encoding="utf-8") as handle:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-            fcntl.flock(handle, fcntl.LOCK_UN)
+        fd = os.open(settings.data_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError:
+        return  # no data dir yet (nobody serves it), or not one: the store's own checks say what is wrong
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
     except BlockingIOError:
         raise StoreBusyError(_busy(settings, doing)) from None
     except OSError:
-        return  # unreadable lock file: the store's own checks will say what is wrong
+        return
+    finally:
+        os.close(fd)
 
 
 def _busy(settings: Settings, doing: str) -> str:
-    try:
-        pid = (settings.data_dir / NAME).read_text(encoding="utf-8").strip()
+    pid = "?"
+    try:  # a short run of digits from a regular file, never through a link: the message quotes nothing else
+        fd = os.open(settings.data_dir / NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            if stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                text = handle.read(20).decode("ascii", "replace").strip()
+                pid = text if text.isdigit() else "?"
     except OSError:
-        pid = "?"
+        pass
     return (f"a running `rag serve` (pid {pid}) uses the index in {settings.data_dir}, so this process cannot "
             f"{doing} there. Add papers through its page (Add papers), stop it first, or run a Chroma server "
             "(`chroma run --path DIR`) and point both at it with RAG_CHROMA_URL.")

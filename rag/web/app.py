@@ -293,7 +293,7 @@ class ChatApp:
         if wait:
             return wait, indexing_line(engine)
         try:
-            stats = engine.ingest(paths)
+            stats = engine.ingest(paths, upload=True)  # adds and updates its own papers, never others'
         except Exception as exc:
             return inert(public_message(exc, self.settings)), indexing_line(engine)
         names = {str(p): p.name for p in paths}

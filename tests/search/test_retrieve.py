@@ -68,3 +68,32 @@ def _query(retriever, text):
     from rag.text import tokenize
 
     return Query(text, retriever.index.embedder.embed([text])[0], tokenize([text])[0])
+
+
+def test_an_answer_never_quotes_the_same_sentence_twice_whatever_invisible_characters_tell_it_apart(tmp_path):
+    """A copy of a paper under another id, told apart by zero-width and bidi characters, had an extractive answer
+    quote the same sentences twice, once per copy (security review 3, issue 26 item 21)."""
+    import json
+
+    from helpers import DATA
+
+    from rag.engine import Engine
+    from rag.text import split_sentences
+
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
+    original = records[0]
+    sentences = split_sentences(original["abstract"])
+    disguised = " ".join(s.replace(" ", " \u200b", 2).replace("e", "e\u200c", 1) + "\u202c" for s in sentences)
+    copy = {**original, "id": "copy-1", "title": "A Copy " + original["title"], "abstract": disguised}
+    path = tmp_path / "papers.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [original, copy, *records[1:]]) + "\n")
+    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine.ingest([path])
+    answer = engine.ask("How can protein structures be generated from a layout of 3D ellipsoids?")
+    assert answer.mode == "extractive" and not answer.abstained
+    import re
+
+    seen = re.sub("[\u200b-\u200f\u202a-\u202e]", "", answer.answer)  # what a reader sees
+    quoted = [s for s in sentences if s[:60] in seen]
+    assert quoted and all(seen.count(s[:60]) == 1 for s in quoted), answer.answer
+    assert seen == answer.answer  # nothing invisible is quoted either

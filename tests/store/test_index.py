@@ -325,3 +325,80 @@ def test_a_store_written_before_papers_kept_several_sources_still_mirrors_its_fi
     _write_jsonl(everything, records[3:])  # an old record that leaves its only file still goes
     assert engine.ingest([everything]).removed == 1
     assert _ids(engine) == sorted([records[0]["id"]] + [r["id"] for r in records[3:]])
+
+
+# ---- security review 3 (issue 26): uploads through the page (items 2, 5) ----------------------------------------
+
+def _upload(root, name: str, records: list[dict]):
+    """A file as Gradio keeps an upload: `<uploads>/<hash of its content>/<name>`."""
+    import hashlib
+
+    text = "\n".join(json.dumps(r) for r in records) + "\n"
+    path = root / hashlib.sha256(text.encode()).hexdigest()[:20] / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_an_upload_adds_papers_and_updates_its_own_but_never_replaces_another_files_paper(tmp_path):
+    """An uploaded record with a bundled paper's id used to replace its abstract, decision and link for every user
+    (the report said only "updated 1"). Now it is skipped with a `file:line` problem; the upload's other records
+    are added, and a later upload of the same file (a new content hash, so a new folder) updates its papers."""
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
+    bundled = tmp_path / "bundled.jsonl"
+    bundled.write_text("\n".join(json.dumps(r) for r in records[:4]) + "\n")
+    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine.ingest([bundled])
+    before = {p.paper_id: p for p in engine.index.all_papers()}
+    victim = records[0]
+    hostile = {**victim, "abstract": "This paper is retracted; see https://evil.example for the real results.",
+               "decision": "Reject", "url": "https://evil.example/"}
+    uploads = tmp_path / "gradio"
+    first = _upload(uploads, "mine.jsonl", [records[4], hostile, records[5]])
+    stats = engine.ingest([first], upload=True)
+    assert (stats.added, stats.updated, stats.skipped) == (2, 0, 1)
+    assert stats.problems == [f"{first}:2: id {victim['id']!r} is already in the index from another file; kept "
+                              "that paper (give this record an id of its own to add it)"]
+    after = {p.paper_id: p for p in engine.index.all_papers()}
+    assert after[victim["id"]] == before[victim["id"]]  # abstract, decision, link and source unchanged
+    assert set(after) == set(before) | {records[4]["id"], records[5]["id"]}
+
+    # The same file edited and uploaded again: its own papers update; the bundled one is still refused.
+    edited = {**records[4], "abstract": records[4]["abstract"] + " We also release the code."}
+    again = _upload(uploads, "mine.jsonl", [edited, hostile, records[5]])
+    assert again.parent != first.parent
+    stats = engine.ingest([again], upload=True)
+    assert (stats.added, stats.updated, stats.unchanged, stats.skipped) == (0, 1, 1, 1)
+    stored = {p.paper_id: p for p in engine.index.all_papers()}
+    assert stored[records[4]["id"]].abstract.endswith("We also release the code.")
+    assert stored[victim["id"]] == before[victim["id"]]
+    # Another user's file of another name may not rewrite those uploaded papers either.
+    other = _upload(uploads, "theirs.jsonl", [{**records[5], "title": "Renamed by someone else"}])
+    stats = engine.ingest([other], upload=True)
+    assert (stats.added, stats.updated, stats.skipped) == (0, 0, 1)
+    assert {p.paper_id: p for p in engine.index.all_papers()}[records[5]["id"]].title == records[5]["title"]
+    # An exact copy replaces nothing and is fine; `rag ingest` (not an upload) still updates any paper.
+    stats = engine.ingest([_upload(uploads, "copy.jsonl", [records[1]])], upload=True)
+    assert (stats.unchanged, stats.skipped) == (1, 0)
+    bundled.write_text("\n".join(json.dumps(r) for r in [hostile, *records[1:4]]) + "\n")
+    assert engine.ingest([bundled]).updated == 1
+
+
+def test_an_upload_with_more_records_than_the_cap_is_refused_before_anything_is_embedded(tmp_path):
+    """25,000 valid records in one upload kept both cores busy for minutes and blocked other uploads. Past
+    `upload_max_records` the upload is refused with one line naming `rag ingest`; `rag ingest` has no cap."""
+    from rag.engine import UploadError
+    from rag.errors import one_line
+
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
+    engine = Engine(Settings.load(data_dir=tmp_path / "index", upload_max_records=5))
+    path = _upload(tmp_path / "gradio", "big.jsonl", records[:6])
+    with pytest.raises(UploadError) as refused:
+        engine.ingest([path], upload=True)
+    assert one_line(refused.value) == (
+        "this upload holds 6 papers; the page adds at most 5 at a time (embedding them keeps the server busy for "
+        "everyone). Upload it in smaller files, or add it with `rag ingest FILE` where the server runs.")
+    assert engine.index.count() == 0
+    assert engine.ingest([_upload(tmp_path / "gradio", "ok.jsonl", records[:5])], upload=True).added == 5
+    assert engine.ingest([path]).added == 1  # the command line: no cap
+    assert Settings.load().upload_max_records == 1000

@@ -266,3 +266,108 @@ def test_an_exact_repeat_in_another_file_is_kept_once_and_noted_as_held_there_to
     assert [(p.paper_id, p.source, p.position, p.also_in) for p in result.papers] == [
         ("g1", str(a), 1, ()), ("g2", str(a), 2, ((str(b), 1),))]
     assert result.problems == [] and result.files == [str(a), str(b)]
+
+
+# ---- security review 3 (issue 26): items 11, 12, 21 ----------------------------------------------------------
+
+BROKEN_LINE = '{"abstract": "' + "x" * 80 + '", "title": "no closing brace"\n'
+
+
+def test_broken_json_lines_parse_in_linear_time(tmp_path):
+    """A file of broken lines (each an object cut short) used to take time quadratic in its size, since every
+    JSONDecodeError counted the line breaks from the start of the file: 1 MB 9.9 s, 2 MB 34 s, 4 MB 146 s here
+    (9.7 MB 23.5 s, 40 MB over 300 s in the review), holding the upload slot. Now 2 MB takes about 0.6 s."""
+    import time
+
+    path = tmp_path / "broken.jsonl"
+    path.write_text(BROKEN_LINE * (2_000_000 // len(BROKEN_LINE)) + json.dumps(_good(1)) + "\n")
+    started = time.perf_counter()
+    result = read_paths([path])
+    seconds = time.perf_counter() - started
+    assert [p.paper_id for p in result.papers] == ["g1"]
+    assert len(result.problems) == 2_000_000 // len(BROKEN_LINE)
+    assert str(result.problems[-1]) == f"{path}:{len(result.problems)}: invalid JSON: Expecting ',' delimiter"
+    assert seconds < 8, f"{seconds:.1f} s for 2 MB of broken lines"
+
+
+def _whole_text_records(text: str) -> list:
+    """What `_json_records` gave before it decoded in windows: every value decoded against the whole text."""
+    from rag.store.ingest import _type_name
+
+    decoder, out, pos = json.JSONDecoder(), [], 0
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+        if pos >= len(text):
+            return out
+        line = text.count("\n", 0, pos) + 1
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            out.append((line, f"invalid JSON: {exc.msg}"))
+            pos = text.find("\n", pos) + 1 or len(text)
+            continue
+        out.append((line, value if isinstance(value, dict) else f"expected a JSON object, got {_type_name(value)}"))
+
+
+@pytest.mark.parametrize("text", [
+    '{"a": 1}\n{"a": 2',                             # cut short at the end of the file
+    '{"a": 1,\n"b": 2}\n{"c": 3}\n',                  # one object over two lines, then another
+    '{"a": "unterminated\n{"b": 1}\n',                # a string broken by a line break
+    '{"a": 1}{"b": 2} {"c": 3}\n{"d": [1,\n2,\n3]}',  # concatenated, and a list over lines
+    '{"a": 1,\n{"b": 2}\n',                           # a cut object followed by a good one
+    '{"a": tru\ne}\n{"b": 1}\n',                      # a literal broken by a line break
+    '{"a": "\\u12\n"}\n{"b": 1}\n',                   # an escape broken by a line break
+    '{"a":\n\n\n\n\n\n\n\n\n1}\n',                    # a value many lines on
+    '[1, 2,\n3]\n"text"\n42\n{"x": 1}',              # not objects
+    '{"a": "' + "y" * 5000 + '"\n' * 3 + '{"ok": 1}',  # long broken lines
+])
+def test_window_decoding_gives_what_decoding_the_whole_text_gave(text):
+    from rag.store.ingest import _json_records
+
+    assert list(_json_records(text, allow_array=False)) == _whole_text_records(text)
+
+
+def test_author_and_keyword_lists_are_bounded(tmp_path):
+    """2,500 authors of 2 KB each made every answer citing the paper carry a 5 MB cards panel. The bundled
+    papers have at most 83 authors (1,310 characters); a record past 200 names or 10,000 characters is skipped
+    with its reason, its neighbours kept."""
+    path = tmp_path / "many.jsonl"
+    many = {"id": "many", "abstract": _good(0)["abstract"], "authors": [f"Author {i}" for i in range(2_500)]}
+    long = {"id": "long", "abstract": _good(0)["abstract"], "keywords": ["k" * 1_900] * 6}
+    fine = {"id": "fine", "abstract": _good(0)["abstract"], "authors": [f"Author {i}" for i in range(83)],
+            "keywords": "a; b; c"}
+    path.write_text("\n".join(json.dumps(r) for r in (many, long, fine, _good(1))) + "\n")
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["fine", "g1"]
+    assert len(result.papers[0].authors) == 83 and result.papers[0].keywords == ("a", "b", "c")
+    assert [str(p) for p in result.problems] == [
+        f"{path}:1: too many authors (2,500; the limit is 200)",
+        f"{path}:2: keywords too long (11,412 characters in all; the limit is 10,000)"]
+
+
+def test_zero_width_bidi_and_control_characters_are_dropped_from_paper_text(tmp_path):
+    """Characters that draw nothing made a copy of an abstract another paper (the same sentences quoted twice),
+    reordered a title on the page (`Alice \\u202eecilA`) and carried terminal escapes to `rag ask`."""
+    abstract = seed_paragraphs("000_99312b63f56aee43.txt")[0]
+    hidden = abstract.replace(" ", " \u200b", 3).replace("e", "e\u200d", 2).replace(". ", ".\u202e ", 1)
+    path = tmp_path / "copies.jsonl"
+    path.write_text(json.dumps({"abstract": abstract}) + "\n" + json.dumps({"abstract": hidden}) + "\n"
+                    + json.dumps({"abstract": abstract, "title": "Clear\x1b[2J\x1b]0;owned\x07 title\x9b31m",
+                                  "authors": ["Alice \u202eecilA"], "id": "t"}) + "\n")
+    result = read_paths([path])
+    assert result.problems == []
+    assert [p.paper_id for p in result.papers] == [stable_id(abstract), "t"]  # the copy is the same paper
+    titled = result.papers[1]
+    assert titled.title == "Clear[2J]0;owned title31m" and titled.authors == ("Alice ecilA",)
+
+
+def test_the_invisible_class_covers_every_control_and_format_character():
+    import sys
+    import unicodedata
+
+    from rag.text import INVISIBLE
+
+    missed = [hex(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) in ("Cc", "Cf")
+              and chr(c) not in "\t\n\r" and not INVISIBLE.match(chr(c))]
+    assert missed == []
