@@ -45,8 +45,8 @@ FOCUS_FLOOR = 0.05
 # sources do not contain an answer to this question." has 4 other words; SmolLM2's junk around the phrase had 30+.
 REFUSAL_EXTRA_WORDS = 12
 
-#: (answer text, its sources) -> (cited sentences the cited abstracts do not support, sentences checked)
-SupportCheck = Callable[[str, list[Source]], tuple[list[str], int]]
+#: (answer text, its sources, the question) -> (cited sentences the cited abstracts do not support, sentences checked)
+SupportCheck = Callable[[str, list[Source], str], tuple[list[str], int]]
 
 
 def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatClient | None,
@@ -132,7 +132,7 @@ def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], chec
             raise LLMError("the LLM's answer cited none of the sources")
         # The support check decides the language per sentence (rag.support.check): English sentences by meaning,
         # numbers and names; Chinese, Japanese or Korean ones by the numbers and names they state.
-        unsupported, checked = ([], 0) if refused else check_support(cleaned.text, answer.sources)
+        unsupported, checked = ([], 0) if refused else check_support(cleaned.text, answer.sources, asked)
         if time.monotonic() - begun > llm.settings.llm_deadline:  # the check counts inside the deadline
             raise LLMError(f"the LLM endpoint did not finish its answer within {llm.settings.llm_deadline:g} s")
         if checked and len(unsupported) == checked:

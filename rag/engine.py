@@ -502,9 +502,9 @@ class Engine:
                    "from_question": [name for name, mine, theirs in given if theirs and not mine]}
         return Plan(intent, search, focus, filters, fallback, query if query != question else "")
 
-    def _check_support(self, text: str, sources: list[Source]) -> tuple[list[str], int]:
+    def _check_support(self, text: str, sources: list[Source], question: str = "") -> tuple[list[str], int]:
         return support.unsupported(text, sources, self.index.embedder, self.settings.support_threshold,
-                                   self.settings.support_max_sentences)
+                                   self.settings.support_max_sentences, question)
 
     def _standalone(self, question: str, history: list[dict[str, Any]] | None,
                     llm: ChatClient | None) -> tuple[str, list[str], str]:

@@ -129,11 +129,13 @@ class Claim:
     missing_numbers: list[str] = field(default_factory=list)
     missing_names: list[str] = field(default_factory=list)
     misread_numbers: list[str] = field(default_factory=list)  # in the abstract, but as a level where it says a change
+    restates: bool = False  # it only repeats the question (SmolLM2: 'The answer to the question "..." is: [1]')
     language: str = ""  # "Chinese", "Japanese", "Korean": its meaning was not compared (see `check`)
 
     def supported(self, threshold: float) -> bool:
         meaning = self.similarity >= threshold or (self.language and not self.english)
-        return bool(meaning) and not self.missing_numbers and not self.missing_names and not self.misread_numbers
+        return (bool(meaning) and not self.missing_numbers and not self.missing_names and not self.misread_numbers
+                and not self.restates)
 
     @property
     def english(self) -> str:
@@ -184,7 +186,19 @@ def _missing_names(claim: str, text: str) -> list[str]:
     return missing
 
 
-def check(answer: str, sources: Sequence[_Cited], embedder: _Embedder, max_sentences: int = 40) -> list[Claim]:
+def _content(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 3}
+
+
+def restates(claim: str, question: str) -> bool:
+    """True if `claim` adds at most two words of four letters or more to `question`'s: it scores high against the
+    abstracts because the question does, not because it says anything."""
+    asked = _content(question)
+    return bool(asked) and len(_content(claim) - asked - {"answer", "question", "sources", "source"}) <= 2
+
+
+def check(answer: str, sources: Sequence[_Cited], embedder: _Embedder, max_sentences: int = 40,
+          question: str = "") -> list[Claim]:
     """Each sentence of `answer` that cites one of `sources` (by its number `n`), with what was found; at most
     `max_sentences` of them (the first), so an endless answer cannot make the check endless.
 
@@ -227,11 +241,12 @@ def check(answer: str, sources: Sequence[_Cited], embedder: _Embedder, max_sente
         claim.missing_numbers = sorted(numbers(claim.claim) - numbers(cited_text))
         claim.missing_names = _missing_names(claim.claim, cited_text)
         claim.misread_numbers = misread_numbers(claim.claim, cited_text)
+        claim.restates = bool(question) and restates(claim.claim, question)
     return claims
 
 
 def unsupported(answer: str, sources: Sequence[_Cited], embedder: _Embedder, threshold: float,
-                max_sentences: int = 40) -> tuple[list[str], int]:
+                max_sentences: int = 40, question: str = "") -> tuple[list[str], int]:
     """(the cited sentences of `answer` its cited sources do not support, how many cited sentences were checked)."""
-    claims = check(answer, sources, embedder, max_sentences)
+    claims = check(answer, sources, embedder, max_sentences, question)
     return [c.sentence for c in claims if not c.supported(threshold)], len(claims)

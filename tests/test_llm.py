@@ -443,9 +443,9 @@ def test_the_support_check_counts_inside_the_deadline(embedded_seed_engine, serv
     engine = llm_engine(embedded_seed_engine, server.base_url, llm_deadline=1.0)
     check = engine._check_support
 
-    def slow_check(text, sources):  # a check that takes the deadline's time (thousands of sentences did)
+    def slow_check(text, sources, question=""):  # a check that takes the deadline's time (thousands of sentences did)
         time.sleep(1.2)
-        return check(text, sources)
+        return check(text, sources, question)
 
     monkeypatch.setattr(engine, "_check_support", slow_check)
     answer = engine.ask(SAE)
@@ -474,3 +474,10 @@ def test_a_chinese_answer_is_checked_sentence_by_sentence(seed_engine, server):
     answer = llm_engine(seed_engine, server.base_url).ask(ZH_SAE)
     assert answer.mode == "llm" and answer.unsupported == ["MathCheck 把成本降低了 90% [1]。"]
     assert any("checked for the numbers and names" in n for n in answer.notices)
+
+
+def test_an_answer_that_only_restates_the_question_is_not_supported(seed_engine, server):
+    # SmolLM2-135M over llama.cpp, verbatim: the restated question scores high against the abstracts.
+    server.reply = f'The answer to the question "{SAE}" is: [1, 2, 3]'
+    answer = llm_engine(seed_engine, server.base_url).ask(SAE)
+    assert answer.mode == "extractive" and "no sentence" in answer.fallback_reason
