@@ -55,7 +55,7 @@ test-fast: $(STAMP) ## The edit loop: tests without a browser, a Chroma server o
 	$(BIN)/python -m pytest -q -m "not browser and not server and not slow and not llm"
 
 lint: $(STAMP) ## ruff over the code and tests, mypy over rag/
-	$(BIN)/ruff check rag ui tests eval bench tools
+	$(BIN)/ruff check rag tests eval bench tools
 	$(BIN)/mypy
 
 soak: $(STAMP) system-deps ## Long reliability runs: 1,000+ fuzzed inputs, 10 kill -9 trials, 60 s of 20-session load
@@ -78,7 +78,7 @@ eval: $(STAMP) ## rag eval (baselines beside the app): the seeds, then every set
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
 	$(BIN)/rag eval $(EVAL_SETS) --corpus $(CORPUS) --name all-iclr2025
 
-model: $(STAMP) ## Refit the learned abstention gate (rag/abstain.py) on questions generated from the bundled papers
+model: $(STAMP) ## Refit the learned abstention gate (rag/answering/abstain.py) on questions generated from the bundled papers
 	$(BIN)/python eval/train_abstain.py --corpus $(CORPUS)
 
 # The first build compiles llama.cpp (measured: see README "A local LLM"); later installs take the cached wheel.

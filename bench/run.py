@@ -36,11 +36,11 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from rag.evaluation import load_questions, matches  # noqa: E402
+from rag.evaluation.harness import load_questions, matches  # noqa: E402
 from rag.config import Settings  # noqa: E402
 from rag.engine import Engine  # noqa: E402
-from rag.ingest import read_paths  # noqa: E402
-from rag.retrieve import RetrievalParams  # noqa: E402
+from rag.store.ingest import read_paths  # noqa: E402
+from rag.search.retrieve import RetrievalParams  # noqa: E402
 
 
 def timed(fn, *args, **kwargs):

@@ -1,4 +1,4 @@
-"""Fit the abstention classifier of rag/abstain.py on questions generated from the papers (`make model`).
+"""Fit the abstention classifier of rag/answering/abstain.py on questions generated from the papers (`make model`).
 
     python eval/train_abstain.py [--corpus rag/data/iclr2025.jsonl] [--data-dir .rag-eval/iclr2025] [--dry-run]
                                  [--cache retrievals.pkl]
@@ -12,10 +12,10 @@ Generated, never taken from eval/questions (the papers those sets ask about are 
   contain ("... with graph neural networks"); and specific figures (learning rate, GPU hours, FID, number of
   layers, ... in ten wordings) asked about a real paper whose abstract does not contain the figure's words, or
   mentions them with no number within six words ("figure-mentioned": "we tune the learning rate").
-Every question is retrieved as the app does (hybrid, k = 10); `rag.abstain.features` turns the retrieval into a
-vector; a logistic regression (numpy, L2) is fitted on 80% and checked on the other 20%, and the threshold is the
+Every question is retrieved as the app does (hybrid, k = 10); `rag.answering.abstain.features` turns the retrieval into
+a vector; a logistic regression (numpy, L2) is fitted on 80% and checked on the other 20%, and the threshold is the
 lowest probability that refuses at most 3% of the held-back answerable questions. The fitted values are written
-into the marked block of rag/abstain.py.
+into the marked block of rag/answering/abstain.py.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag import abstain  # noqa: E402
+from rag.answering import abstain  # noqa: E402
 from rag.config import Settings  # noqa: E402
 from rag.engine import Engine  # noqa: E402
-from rag.retrieve import RetrievalParams  # noqa: E402
+from rag.search.retrieve import RetrievalParams  # noqa: E402
 
 SEED = 2025
 MAX_TRAIN_FALSE_REFUSAL = 0.03
@@ -256,7 +256,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=ROOT / "rag" / "data" / "iclr2025.jsonl")
     parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--dry-run", action="store_true", help="print, do not write rag/abstain.py")
+    parser.add_argument("--dry-run", action="store_true", help="print, do not write rag/answering/abstain.py")
     parser.add_argument("--cache", type=Path, default=None,
                         help="pickle of the retrievals by question, read and updated: refitting after a feature "
                              "change then skips retrieval (valid only for the same index and retrieval code)")
@@ -305,7 +305,7 @@ def main() -> int:
     if args.dry_run:
         print(block)
         return 0
-    path = ROOT / "rag" / "abstain.py"
+    path = ROOT / "rag" / "answering" / "abstain.py"
     source = path.read_text(encoding="utf-8")
     start = source.index("# --- fitted by eval/train_abstain.py")
     start = source.index("\n", start) + 1

@@ -45,7 +45,7 @@ class Settings(BaseModel):
     # 250 + [CLS] + [SEP] fits MiniLM's 256-token window, so no chunk is ever truncated; on the seed dev set 250
     # matched 200 on hit@1/hit@5, raised multi-paper recall@5 from 0.85 to 0.95, and embeds 20% fewer chunks.
     chunk_size: int = Field(250, ge=32, le=2048, description="Tokens per chunk, title included.")
-    # 0: every sentence is stored with a vector of its own (rag.index), so chunks need no shared margin, and the
+    # 0: every sentence is stored with a vector of its own (rag.store.index), so chunks need no shared margin, and the
     # overlap was 2% more tokens for the model to embed at ingest (bench/FINDINGS.md).
     chunk_overlap: int = Field(0, ge=0, le=512, description="Tokens shared by neighbouring chunks.")
 
@@ -61,15 +61,15 @@ class Settings(BaseModel):
         "hybrid", description="Which retrievers rank the papers: both fused (default), or one alone (for comparison).")
     abstain_threshold: float = Field(
         0.47, ge=-1.0, le=2.0,
-        description="Abstain when the retrieval confidence is below this (calibration: rag/answer.py).",
+        description="Abstain when the retrieval confidence is below this (calibration: rag/answering/extractive.py).",
     )
     abstain_model_threshold: float | None = Field(
         None, ge=0.0, le=1.01,
-        description="Also abstain when the learned abstention model (rag/abstain.py) gives at least this "
+        description="Also abstain when the learned abstention model (rag/answering/abstain.py) gives at least this "
                     "probability that the papers do not answer; unset = its fitted threshold, 1.01 = off.",
     )
 
-    # The map of the collection (rag/topicmap.py)
+    # The map of the collection (rag/explore/topicmap.py)
     topics: int = Field(20, ge=2, le=100, description="Topic clusters of the collection map and `rag topics` "
                                                        "(fewer for small collections: at most one per 5 papers).")
 
@@ -99,12 +99,13 @@ class Settings(BaseModel):
                     "max_tokens cannot make an answer, or its support check, endless). English runs ~4 "
                     "characters a token with the Qwen2.5, SmolLM2 and OpenAI tokenizers; 16 leaves room for "
                     "code, runs of spaces and CJK bytes.")
-    prompts_dir: Path | None = Field(None, description="Directory overriding prompts/*.txt.")
+    prompts_dir: Path | None = Field(
+        None, description="Directory overriding the bundled prompt templates (prompts/README.md).")
     support_threshold: float = Field(
         0.49, ge=-1.0, le=1.0,
         description="A cited sentence whose best cosine to a sentence of the cited abstracts is below this is "
-                    "listed as unsupported, as is one stating a number or name they lack (rag/support.py; chosen "
-                    "on half a of eval/questions/support_pairs.jsonl).",
+                    "listed as unsupported, as is one stating a number or name they lack (rag/generation/support.py; "
+                    "chosen on half a of eval/questions/support_pairs.jsonl).",
     )
     support_max_sentences: int = Field(
         40, ge=1, le=1000,
@@ -117,6 +118,9 @@ class Settings(BaseModel):
     port: int = Field(7860, ge=1, le=65535)
     auth: SecretStr | None = Field(None, description='"user:password" to require a login for the web chat and API.')
     concurrency: int = Field(10, ge=1, le=256, description="Questions the web chat answers at the same time.")
+    # MCP server (`rag mcp --http`; stdio, the default, needs no port)
+    mcp_port: int = Field(8765, ge=1, le=65535, description="Port of `rag mcp --http` (streamable HTTP on "
+                                                            "127.0.0.1).")
     bundled: bool = Field(True, description="`rag serve` indexes the bundled ICLR 2025 list in the background "
                                             "(papers already indexed are skipped); false serves the index as it is.")
 
@@ -145,7 +149,7 @@ class Settings(BaseModel):
             problems = []
             for err in exc.errors():
                 name = str(err["loc"][0]) if err["loc"] else "?"
-                flag = "--" + name.replace("_", "-")
+                flag = FLAGS.get(name, "--" + name.replace("_", "-"))
                 var = ENV_VARS.get(name, "")
                 got = "" if name in ("llm_api_key", "embed_api_key", "auth") else f" (got {err.get('input')!r})"
                 problems.append(f"{flag} / {var}: {err['msg']}{got}")
@@ -201,5 +205,8 @@ ENV_VARS: dict[str, str] = {
     "auth": "RAG_AUTH",
     "concurrency": "RAG_CONCURRENCY",
     "bundled": "RAG_BUNDLED",
+    "mcp_port": "RAG_MCP_PORT",
 }
 assert set(ENV_VARS) == set(Settings.model_fields), "every setting needs an environment variable"
+#: The CLI flag of a setting whose flag is not its name with dashes.
+FLAGS: dict[str, str] = {"mcp_port": "--port (rag mcp --http)"}

@@ -1,0 +1,169 @@
+"""Compose: the one answer step. Retrieved sources -> the text of an `Answer`, streamed.
+
+The policy, in one place:
+1. the retrieval says the collection does not cover the question (`should_abstain`) -> the abstention text;
+2. an LLM is configured (and the follow-up rewrite did not already fail) -> its answer, streamed through
+   `StreamFilter` (citation styles normalized, numbers it was not given removed and counted), accepted only if
+   it passes three checks: it is not empty; it cites a source or *is* "the sources do not answer"; and at least
+   one of its cited sentences is supported by the abstracts it cites (the support check). A failed check, or
+   the endpoint failing, falls back to step 3 with a `fallback_reason` (and a `Restart` if text was shown);
+3. otherwise the extractive answer for the question's type (`rag.query.intent`, `rag.answering.extractive.extractive`):
+the record for who/decision/link, a list or count with its bar, one line per paper for a comparison, else the best
+   sentences of the top papers, each cited.
+Step 1 differs for a comparison whose every side is found among the top papers (`rag.answering.compare.side_papers`):
+the question named both papers and the collection has them, so neither gate refuses it (they were made for
+questions about one paper); its answer has one line per side's paper. It also differs for a follow-up about the
+previous answer's papers (`Answer.focus`): the user chose the papers, so only a near-zero match is refused
+(FOCUS_FLOOR), and for a filter with no topic ("papers by X"), which lists every paper the filter lets through.
+
+Doubtful sentences of an accepted LLM answer are kept and listed in `Answer.unsupported`: an answer is discarded
+only when it is not from the sources at all. The engine owns everything around this step (input checks,
+retrieval, timings); the shells render what it yields.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Callable, Iterator
+
+from rag.generation import prompts
+from rag.answering.extractive import (NO_ANSWER, RECORD_TYPES, Answer, Delta, Restart, Source, abstention_text,
+                                      extractive, should_abstain)
+from rag.generation.citations import StreamFilter, without_citations
+from rag.answering.compare import side_papers
+from rag.config import Settings
+from rag.query.intent import Intent
+from rag.generation.llm import ChatClient, Completion, LLMError
+from rag.search.retrieve import Retrieval
+
+# A follow-up about the previous answer's papers is answered from them unless its best sentence scores below this
+# (cosine + term bonus). Chosen on a handful of seed follow-ups ("What did they compare against?" 0.09, "How much
+# faster is it?" 0.21, "What is the capital of France according to them?" 0.03): a weak guard, stated as such.
+FOCUS_FLOOR = 0.05
+# An uncited answer holding the refusal phrase is an abstention only if it says little else: "I'm sorry, but the
+# sources do not contain an answer to this question." has 4 other words; SmolLM2's junk around the phrase had 30+.
+REFUSAL_EXTRA_WORDS = 12
+
+#: (answer text, its sources, the question) -> (cited sentences the cited abstracts do not support, sentences checked)
+SupportCheck = Callable[[str, list[Source], str], tuple[list[str], int]]
+
+
+def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatClient | None,
+            templates: dict[str, str], check_support: SupportCheck, started: float, intent: Intent | None = None,
+            already_said: str = "", standalone: str = "") -> Iterator[Delta | Restart]:
+    """Fill `answer` (created with its question, sources, type and filters) and yield its text as it is
+    written. `already_said`: the previous answer, whose sentences a follow-up about its papers does not repeat.
+    `standalone`: a follow-up rewritten to stand alone ("How do they evaluate them?" -> "How are sparse
+    autoencoders evaluated?"), which the LLM is asked instead of the bare follow-up it could not resolve."""
+    intent = intent or Intent()
+    focused = bool(answer.focus)  # a follow-up answered from the previous answer's papers
+    sides: list[int] = []  # the papers a comparison's sides name (hit indexes), when all are found
+    whole_list = not intent.has_topic and bool(answer.filters.get("decisions") or answer.filters.get("author"))
+    if focused:
+        # The user chose the papers; the question ("What data did they use?") is too vague for the collection-wide
+        # gate, so only a near-zero match (nothing of the abstract relates to it) is refused.
+        fresh = [s for s in retrieval.sentences if s.text not in already_said]
+        retrieval.sentences = fresh or retrieval.sentences
+        covered = answer.answer_type in RECORD_TYPES or (
+            bool(retrieval.sentences) and retrieval.sentences[0].score >= FOCUS_FLOOR)
+    else:
+        sides = side_papers(retrieval, intent.sides) if answer.answer_type == "compare" else []
+        covered = whole_list or bool(sides) or not should_abstain(retrieval, settings)
+    if not retrieval.hits or not covered:
+        answer.answer = (f"The abstract of “{answer.sources[0].title}” does not appear to say."
+                         if focused and answer.sources else abstention_text(answer.sources))
+        yield Delta(answer.answer)
+        return
+    if llm is not None and not answer.fallback_reason:
+        yield from _llm_answer(answer, llm, templates, check_support, started, standalone)
+    if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
+        if answer.fallback_reason:
+            answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
+                                  "showing sentences quoted from the abstracts instead.")
+        text, cited = extractive(retrieval, settings, answer.sources, answer.answer_type, intent.asked_decision,
+                                 whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
+                                 follow_up=focused)
+        by_n = {s.n: s for s in answer.sources}
+        answer.abstained = not cited
+        answer.answer = text if cited else abstention_text(answer.sources)
+        answer.citations = [by_n[n] for n in cited]
+        yield Delta(answer.answer)
+
+
+def is_refusal(text: str) -> bool:
+    """True if the answer *is* "the sources do not answer": the phrase, give or take a few words ("I'm sorry, but
+    ..."). SmolLM2 writes the phrase inside junk, once after echoing the whole prompt: that is not an abstention."""
+    match = NO_ANSWER.search(text)
+    if match is None:
+        return False
+    rest = without_citations(text[:match.start()] + " " + text[match.end():])
+    return len(re.findall(r"\w+", rest)) <= REFUSAL_EXTRA_WORDS
+
+
+def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], check_support: SupportCheck,
+                started: float, standalone: str = "") -> Iterator[Delta | Restart]:
+    """The LLM's answer, if it passes the checks; else `answer.fallback_reason` says why and the text is empty."""
+    by_n = {s.n: s for s in answer.sources}
+    completion = Completion()
+    stream = StreamFilter(set(by_n))
+    streamed = False
+    asked = standalone if standalone and standalone != answer.question else answer.question
+    begun = time.monotonic()
+    try:
+        messages = [{"role": "system", "content": templates["system"]},
+                    {"role": "user", "content": prompts.fill(
+                        templates["answer"], sources=prompts.render_sources(answer.sources),
+                        question=asked, language=prompts.answer_language(answer.question))}]
+        for delta in llm.stream(messages, completion):
+            text = stream.feed(delta)
+            if text:
+                streamed = True
+                yield Delta(text)
+        tail, cleaned = stream.finish()
+        if tail:
+            yield Delta(tail)
+        if not cleaned.text.strip():
+            raise LLMError("the LLM endpoint returned an empty answer")
+        refused = not cleaned.cited and is_refusal(cleaned.text)
+        if not cleaned.cited and not refused:
+            # Every claim must carry a citation; an answer citing nothing (a model that ignored the prompt, or
+            # obeyed instructions hidden in an abstract) is not shown as an answer.
+            raise LLMError("the LLM's answer cited none of the sources")
+        # The support check decides the language per sentence (rag.support.check): English sentences by meaning,
+        # numbers and names; Chinese, Japanese or Korean ones by the numbers and names they state.
+        unsupported, checked = ([], 0) if refused else check_support(cleaned.text, answer.sources, asked)
+        if time.monotonic() - begun > llm.settings.llm_deadline:  # the check counts inside the deadline
+            raise LLMError(f"the LLM endpoint did not finish its answer within {llm.settings.llm_deadline:g} s")
+        if checked and len(unsupported) == checked:
+            # Citations on text that none of the cited abstracts supports (e.g. an injected instruction obeyed
+            # and given a [1]): not an answer from the sources.
+            raise LLMError("no sentence of the LLM's answer is supported by the sources it cites")
+    except LLMError as exc:
+        answer.fallback_reason = str(exc)
+        answer.fabricated = stream.result.fabricated  # what the model wrote is counted even when it is not shown
+        _record_usage(answer, completion, started)
+        if streamed:
+            yield Restart(answer.fallback_reason)
+        return
+    answer.mode, answer.model, answer.answer = "llm", llm.model, cleaned.text.strip()
+    answer.fabricated = cleaned.fabricated
+    answer.citations = [by_n[n] for n in cleaned.cited]
+    answer.abstained = not cleaned.cited
+    answer.unsupported = unsupported
+    language = prompts.language_of(cleaned.text)
+    if language and checked:
+        answer.notices.append(f"The answer is in {language}: its sentences were checked for the numbers and names "
+                              "they state, which must be in the abstracts they cite, not for their meaning.")
+    _record_usage(answer, completion, started)
+
+
+def _record_usage(answer: Answer, completion: Completion, started: float) -> None:
+    """Tokens as the server reported them (None each when it did not: llama.cpp's server sends no usage in a
+    stream), and the time to the first token; kept on a fallback too, which cost the same."""
+    answer.usage = {"prompt_tokens": completion.usage.prompt_tokens,
+                    "completion_tokens": completion.usage.completion_tokens}
+    if completion.usage.completion_tokens is None and completion.chunks:
+        answer.usage["completion_chunks"] = completion.chunks  # ≈ tokens on llama.cpp (one a delta)
+    if completion.first_token_at is not None:
+        answer.timings["ttft_ms"] = round((completion.first_token_at - started) * 1000, 1)
