@@ -193,8 +193,8 @@ def _content(text: str) -> set[str]:
 def restates(claim: str, question: str) -> bool:
     """True if `claim` adds at most two words of four letters or more to `question`'s: it scores high against the
     abstracts because the question does, not because it says anything."""
-    asked = _content(question)
-    return bool(asked) and len(_content(claim) - asked - {"answer", "question", "sources", "source"}) <= 2
+    asked, said = _content(question), _content(claim)
+    return bool(asked) and bool(said & asked) and len(said - asked - {"answer", "question", "sources", "source"}) <= 2
 
 
 def check(answer: str, sources: Sequence[_Cited], embedder: _Embedder, max_sentences: int = 40,

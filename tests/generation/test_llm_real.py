@@ -61,7 +61,8 @@ def test_usage_is_reported_without_a_stream_and_said_to_be_missing_within_one(em
     assert reply.usage.prompt_tokens > 5 and 0 < reply.usage.completion_tokens <= 8
     answer = real_engine(embedded_seed_engine, llama_server).ask(QUESTIONS[0])
     if answer.usage.get("prompt_tokens") is None:  # llama-cpp-python 0.3.36 sends no usage in a stream
-        assert answer.usage["prompt_tokens"] is None and answer.usage.get("completion_chunks", 0) > 0
+        assert answer.usage["completion_tokens"] is None
+        assert answer.usage.get("completion_chunks", 0) > 0 or answer.fallback_reason  # counted if any came
         assert usage_text(answer.usage, None) == ", tokens not reported by the server"
     else:  # a later server version that does
         assert answer.usage["prompt_tokens"] > 100
