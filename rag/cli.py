@@ -320,8 +320,10 @@ def usage_text(usage: dict, settings: Settings | None) -> str:
     """", 1,234 + 56 tokens, $0.0004" for an LLM answer (the cost when prices are set), else ""."""
     from rag.generation.cost import answer_cost, money
 
-    if not usage or usage.get("prompt_tokens") is None:
+    if not usage:
         return ""
+    if usage.get("prompt_tokens") is None:  # asked of an LLM that reported no usage (llama.cpp's server in a stream)
+        return ", tokens not reported by the server"
     text = f", {usage['prompt_tokens']:,} + {usage.get('completion_tokens') or 0:,} tokens"
     cost = answer_cost(usage, settings) if settings else None
     return text + (f", {money(cost)}" if cost is not None else "")
@@ -458,6 +460,8 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
     report = run(engine, items, [c.strip() for c in configs.split(",") if c.strip()],
                  name or f"{questions[0].stem}-{corpus.stem if corpus else 'index'}")
     echo(report.table())
+    if llm_table := report.llm_table():
+        echo("\n" + llm_table.rstrip())
     if report.meta.get("related_questions"):
         echo(f"related papers: over {report.meta['related_questions']} multi-paper questions, "
                    f"{report.meta['related_recall@5']:.3f} of the other gold papers are among the first gold "

@@ -145,6 +145,12 @@ class Settings(BaseModel):
                                        description="USD per million prompt tokens; with it the page shows costs.")
     llm_price_out: float | None = Field(None, ge=0, le=10_000,
                                         description="USD per million completion tokens.")
+    llm_max_chars_per_token: int = Field(
+        16, ge=1, le=1000,
+        description="Text read from a reply is cut off past llm_max_tokens times this (a server that ignores "
+                    "max_tokens cannot make an answer, or its support check, endless). English runs ~4 "
+                    "characters a token with the Qwen2.5, SmolLM2 and OpenAI tokenizers; 16 leaves room for "
+                    "code, runs of spaces and CJK bytes.")
     prompts_dir: Path | None = Field(
         None, description="Directory overriding the bundled prompt templates (prompts/README.md).")
     support_threshold: float = Field(
@@ -153,6 +159,11 @@ class Settings(BaseModel):
                     "listed as unsupported, as is one stating a number or name they lack (rag/generation/support.py; "
                     "chosen on half a of eval/questions/support_pairs.jsonl).",
     )
+    support_max_sentences: int = Field(
+        40, ge=1, le=1000,
+        description="At most this many cited sentences of an LLM answer are support-checked (the first ones). "
+                    "512 tokens of answer are 15-30 sentences in the dev runs; 40 keeps the check under ~1 s on "
+                    "2 cores however long a reply is.")
 
     # Web app
     host: str = Field("127.0.0.1", description="Address the web chat binds to.")
@@ -255,10 +266,12 @@ ENV_VARS: dict[str, str] = {
     "llm_timeout": "RAG_LLM_TIMEOUT",
     "llm_deadline": "RAG_LLM_DEADLINE",
     "llm_max_retries": "RAG_LLM_MAX_RETRIES",
+    "llm_max_chars_per_token": "RAG_LLM_MAX_CHARS_PER_TOKEN",
     "llm_price_in": "RAG_LLM_PRICE_IN",
     "llm_price_out": "RAG_LLM_PRICE_OUT",
     "prompts_dir": "RAG_PROMPTS_DIR",
     "support_threshold": "RAG_SUPPORT_THRESHOLD",
+    "support_max_sentences": "RAG_SUPPORT_MAX_SENTENCES",
     "host": "RAG_HOST",
     "port": "RAG_PORT",
     "auth": "RAG_AUTH",

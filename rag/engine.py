@@ -236,6 +236,7 @@ class Plan:
     focus: list[str]  # a follow-up's papers: those of the previous answer it refers to
     filters: dict[str, Any]  # {"decisions", "author", "from_question": the kinds the question's words set}
     fallback: str  # why the LLM's follow-up rewrite failed, if it did
+    standalone: str = ""  # a follow-up rewritten to stand alone, asked of the LLM in its place
 
 
 @dataclass
@@ -500,7 +501,7 @@ class Engine:
         said = next((t["content"] for t in reversed(history) if t["role"] == "assistant"), "") if focus else ""
         yield from [Delta(lead + "\n")] if lead else []
         yield from compose(answer, retrieval, self.settings, llm, self.templates, self._check_support, started,
-                           intent, said)
+                           intent, said, plan.standalone)
         answer.answer = f"{lead}\n{answer.answer}" if lead else answer.answer
         if retrieval.unknown_names and not focus:  # "How does ZephyrineNet work?"
             names = ", ".join(f"“{name}”" for name in retrieval.unknown_names[:3])
@@ -606,19 +607,22 @@ class Engine:
         given = (("decisions", decisions, intent.decisions), ("author", author, intent.author))
         filters = {"decisions": decisions or list(intent.decisions), "author": author or intent.author,
                    "from_question": [name for name, mine, theirs in given if theirs and not mine]}
-        return Plan(intent, search, focus, filters, fallback)
+        return Plan(intent, search, focus, filters, fallback, query if query != question else "")
 
-    def _check_support(self, text: str, sources: list[Source]) -> tuple[list[str], int]:
-        return support.unsupported(text, sources, self.index.embedder, self.settings.support_threshold)
+    def _check_support(self, text: str, sources: list[Source], question: str = "") -> tuple[list[str], int]:
+        return support.unsupported(text, sources, self.index.embedder, self.settings.support_threshold,
+                                   self.settings.support_max_sentences, question)
 
     def _standalone(self, question: str, history: list[dict[str, Any]] | None,
                     llm: ChatClient | None) -> tuple[str, list[str], str]:
         """(query to retrieve with, papers of the previous answer it is about, fallback reason). A follow-up that
         refers to the previous answer's papers is answered from them; otherwise the LLM, when there is one,
-        rewrites a follow-up into a standalone question."""
+        rewrites a follow-up into a standalone question. Only a question that leans on the history (a pronoun,
+        an ellipsis: `standalone_question` glues those to the last one) is rewritten: on a CPU server a rewrite
+        costs 20-30 s, and a question that changes topic gains nothing from it."""
         turns = [t for t in history or [] if t.get("role") in ("user", "assistant") and t.get("content")]
         focus = previous_papers(question, turns, self.retriever.state.papers)
-        if focus or llm is None or not turns:
+        if focus or llm is None or not turns or standalone_question(question, turns) == question:
             return (question if focus else standalone_question(question, turns)), focus, ""
         transcript = "\n".join(f"{t['role']}: {' '.join(str(t['content']).split())[:1000]}" for t in turns[-6:])
         prompt = prompts.fill(self.templates["condense"], history=transcript, question=question)

@@ -101,10 +101,16 @@ def _punkt():
     return PunktSentenceTokenizer(params)
 
 
+# A CJK full stop ends a sentence with or without a space after it (Punkt splits only at "." and a space):
+# "第一句[1]。第二句[2]。" is two sentences, each checked against its own citation.
+_CJK_END = re.compile(r"[。！？]+[”」』）)]*(?=\S)")
+
+
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence of `text`, outer whitespace excluded; empty sentences dropped."""
     out = []
     starts = [a for a, _ in _punkt().span_tokenize(text)]
+    starts = sorted(set(starts) | {m.end() for m in _CJK_END.finditer(text)})
     for a, b in zip(starts, starts[1:] + [len(text)]):
         piece = text[a:b]
         stripped = piece.strip()

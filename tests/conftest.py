@@ -181,3 +181,45 @@ def pytest_addoption(parser):
 def soak(request) -> bool:
     """True under `make soak`: reliability tests then run their long versions."""
     return request.config.getoption("--soak")
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """A real llama.cpp server (llama-cpp-python's, built into .venv-llm by `make llm-deps`, which `make test`
+    runs) serving SmolLM2-135M-Instruct on 127.0.0.1, started once for the session by the same script as
+    `make llm-server`. Missing, it is a failure naming the fix, not a skip."""
+    import subprocess
+    import time
+    import urllib.request
+    from types import SimpleNamespace
+
+    from helpers import ROOT
+
+    python = ROOT / ".venv-llm" / "bin" / "python"
+    if not python.exists():
+        pytest.fail("the llama.cpp server is not installed: run `make llm-deps` (once; `make test` does it)")
+    port, model = free_port(), "smollm2-135m"
+    log = tmp_path_factory.mktemp("llama") / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen([str(python), str(ROOT / "tools" / "llm_server.py"), "--model", model,
+                                    "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                with urllib.request.urlopen(base_url + "/models", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the llama.cpp server did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+        yield SimpleNamespace(base_url=base_url, model=model, process=process, log=log)
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()

@@ -25,7 +25,9 @@ with a number no source has, cited [n]), "no_answer", "inject"
 chunk, then nothing), "500", "401" (echoing the key, as OpenAI does), "429" (with Retry-After), "cut" (drops the
 connection mid-stream), "malformed" (invalid JSON), "empty" (no content), "error_body" (HTTP `server.status`
 with `server.body` sent as is, for error bodies of odd shapes), "drip" (the answer one character at a time,
-`server.delay` apart: each wait is short, the whole is not). Every request is recorded (`last_messages()`).
+`server.delay` apart: each wait is short, the whole is not), "flood" (~400 KB of the answer repeated, sent fast:
+a server ignoring max_tokens). `server.reply` replays a real model's raw text as the answer. Every request is
+recorded (`last_messages()`).
 """
 
 from __future__ import annotations
@@ -141,12 +143,14 @@ class FakeOpenAI:
         self.chat_model, self.embed_model = chat_model, embed_model
         self.models = [chat_model, embed_model]  # what GET /v1/models lists
         self.mode = "normal"
+        self.reply: str | None = None  # if set, every answer is this text (a real model's, replayed)
         self.style = ""  # a key of STYLES, "paragraph" or "sources_line": the answer cited that way
         self.chunks = "words"  # how an answer is streamed: "words", "chars" or "whole"
         self.delay = 0.0  # seconds, for "timeout" / "stall" / "drip"
         self.status, self.body = 400, ""  # for "error_body"
         self.closed = threading.Event()  # set on exit: a "drip" still running stops and drops its connection
         self.chunk_delay = 0.005  # between streamed chunks
+        self.usage = True  # False: no usage chunk at the end of a stream (llama.cpp's server sends none)
         self.requests: list[dict] = []
         self.first_chunk_sent: list[float] = []  # perf_counter() when each stream's first token was written
         server = self
@@ -213,6 +217,10 @@ class FakeOpenAI:
                     time.sleep(server.delay)
                 prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
                 text = "" if mode == "empty" else answer_from(prompt, mode, server.style)
+                if server.reply is not None and "Standalone query:" not in prompt:
+                    text = server.reply  # a real model's raw text, replayed
+                if mode == "flood":  # ~400 KB of cited sentences, sent fast, whatever max_tokens says
+                    text = (text + " ") * (400_000 // (len(text) + 1) + 1)
                 usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
                          "total_tokens": len(prompt.split()) + len(text.split())}
                 if not body.get("stream"):
@@ -237,6 +245,8 @@ class FakeOpenAI:
                     pieces = list(text)
                 else:
                     pieces = [text] if server.chunks == "whole" else re.findall(r"\S+\s*", text)
+                if mode == "flood":
+                    pieces = [text[i:i + 400] for i in range(0, len(text), 400)]
                 base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
                         "model": body.get("model")}
                 for i, piece in enumerate(pieces):
@@ -259,7 +269,7 @@ class FakeOpenAI:
                     time.sleep(server.chunk_delay)
                 self._chunk("data: " + json.dumps({**base, "choices": [
                     {"index": 0, "delta": {}, "finish_reason": "stop"}]}) + "\n\n")
-                if (body.get("stream_options") or {}).get("include_usage"):
+                if (body.get("stream_options") or {}).get("include_usage") and server.usage:
                     self._chunk("data: " + json.dumps({**base, "choices": [], "usage": usage}) + "\n\n")
                 self._chunk("data: [DONE]\n\n")
                 self._chunk("")

@@ -4,7 +4,7 @@ The policy, in one place:
 1. the retrieval says the collection does not cover the question (`should_abstain`) -> the abstention text;
 2. an LLM is configured (and the follow-up rewrite did not already fail) -> its answer, streamed through
    `StreamFilter` (citation styles normalized, numbers it was not given removed and counted), accepted only if
-   it passes three checks: it is not empty; it cites a source or says the sources do not answer; and at least
+   it passes three checks: it is not empty; it cites a source or *is* "the sources do not answer"; and at least
    one of its cited sentences is supported by the abstracts it cites (the support check). A failed check, or
    the endpoint failing, falls back to step 3 with a `fallback_reason` (and a `Restart` if text was shown);
 3. otherwise the extractive answer for the question's type (`rag.query.intent`, `rag.answering.extractive.extractive`):
@@ -23,13 +23,15 @@ retrieval, timings); the shells render what it yields.
 
 from __future__ import annotations
 
+import re
+import time
 from typing import Callable, Iterator
 
 from rag.config import Settings
 from rag.query.intent import Intent
 from rag.search.retrieve import Retrieval
 from rag.generation import prompts
-from rag.generation.citations import StreamFilter
+from rag.generation.citations import StreamFilter, without_citations
 from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.answering.compare import side_papers
 from rag.answering.extractive import NO_ANSWER, RECORD_TYPES, abstention_text, extractive, should_abstain
@@ -37,16 +39,21 @@ from rag.answering.records import Answer, Delta, Restart, Source
 
 # A follow-up about the previous answer's papers is answered from them unless its best sentence is below
 # FOCUS_FLOOR: `AnswerPolicy.focus_floor` (rag/config.py).
+# An uncited answer holding the refusal phrase is an abstention only if it says little else: "I'm sorry, but the
+# sources do not contain an answer to this question." has 4 other words; SmolLM2's junk around the phrase had 30+.
+REFUSAL_EXTRA_WORDS = 12
 
-#: (answer text, its sources) -> (cited sentences the cited abstracts do not support, sentences checked)
-SupportCheck = Callable[[str, list[Source]], tuple[list[str], int]]
+#: (answer text, its sources, the question) -> (cited sentences the cited abstracts do not support, sentences checked)
+SupportCheck = Callable[[str, list[Source], str], tuple[list[str], int]]
 
 
 def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatClient | None,
             templates: dict[str, str], check_support: SupportCheck, started: float, intent: Intent | None = None,
-            already_said: str = "") -> Iterator[Delta | Restart]:
+            already_said: str = "", standalone: str = "") -> Iterator[Delta | Restart]:
     """Fill `answer` (created with its question, sources, type and filters) and yield its text as it is
-    written. `already_said`: the previous answer, whose sentences a follow-up about its papers does not repeat."""
+    written. `already_said`: the previous answer, whose sentences a follow-up about its papers does not repeat.
+    `standalone`: a follow-up rewritten to stand alone ("How do they evaluate them?" -> "How are sparse
+    autoencoders evaluated?"), which the LLM is asked instead of the bare follow-up it could not resolve."""
     intent = intent or Intent()
     focused = bool(answer.focus)  # a follow-up answered from the previous answer's papers
     sides: list[int] = []  # the papers a comparison's sides name (hit indexes), when all are found
@@ -67,7 +74,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
         yield Delta(answer.answer)
         return
     if llm is not None and not answer.fallback_reason:
-        yield from _llm_answer(answer, llm, templates, check_support, started)
+        yield from _llm_answer(answer, llm, templates, check_support, started, standalone)
     if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
         if answer.fallback_reason:
             answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
@@ -82,18 +89,30 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
         yield Delta(answer.answer)
 
 
+def is_refusal(text: str) -> bool:
+    """True if the answer *is* "the sources do not answer": the phrase, give or take a few words ("I'm sorry, but
+    ..."). SmolLM2 writes the phrase inside junk, once after echoing the whole prompt: that is not an abstention."""
+    match = NO_ANSWER.search(text)
+    if match is None:
+        return False
+    rest = without_citations(text[:match.start()] + " " + text[match.end():])
+    return len(re.findall(r"\w+", rest)) <= REFUSAL_EXTRA_WORDS
+
+
 def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], check_support: SupportCheck,
-                started: float) -> Iterator[Delta | Restart]:
+                started: float, standalone: str = "") -> Iterator[Delta | Restart]:
     """The LLM's answer, if it passes the checks; else `answer.fallback_reason` says why and the text is empty."""
     by_n = {s.n: s for s in answer.sources}
     completion = Completion()
     stream = StreamFilter(set(by_n))
     streamed = False
+    asked = standalone if standalone and standalone != answer.question else answer.question
+    begun = time.monotonic()
     try:
         messages = [{"role": "system", "content": templates["system"]},
                     {"role": "user", "content": prompts.fill(
                         templates["answer"], sources=prompts.render_sources(answer.sources),
-                        question=answer.question, language=prompts.answer_language(answer.question))}]
+                        question=asked, language=prompts.answer_language(answer.question))}]
         for delta in llm.stream(messages, completion):
             text = stream.feed(delta)
             if text:
@@ -104,21 +123,24 @@ def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], chec
             yield Delta(tail)
         if not cleaned.text.strip():
             raise LLMError("the LLM endpoint returned an empty answer")
-        if not cleaned.cited and not NO_ANSWER.search(cleaned.text):
+        refused = not cleaned.cited and is_refusal(cleaned.text)
+        if not cleaned.cited and not refused:
             # Every claim must carry a citation; an answer citing nothing (a model that ignored the prompt, or
             # obeyed instructions hidden in an abstract) is not shown as an answer.
             raise LLMError("the LLM's answer cited none of the sources")
-        # The support check compares English embeddings (English abstracts, an English MiniLM): a sentence in
-        # Chinese, Japanese or Korean scores low whatever it says. Such an answer is neither checked nor
-        # discarded for it, and says so in its notices.
-        unchecked_language = prompts.language_of(cleaned.text)
-        unsupported, checked = ([], 0) if unchecked_language else check_support(cleaned.text, answer.sources)
+        # The support check decides the language per sentence (rag.support.check): English sentences by meaning,
+        # numbers and names; Chinese, Japanese or Korean ones by the numbers and names they state.
+        unsupported, checked = ([], 0) if refused else check_support(cleaned.text, answer.sources, asked)
+        if time.monotonic() - begun > llm.settings.llm_deadline:  # the check counts inside the deadline
+            raise LLMError(f"the LLM endpoint did not finish its answer within {llm.settings.llm_deadline:g} s")
         if checked and len(unsupported) == checked:
             # Citations on text that none of the cited abstracts supports (e.g. an injected instruction obeyed
             # and given a [1]): not an answer from the sources.
             raise LLMError("no sentence of the LLM's answer is supported by the sources it cites")
     except LLMError as exc:
         answer.fallback_reason = str(exc)
+        answer.fabricated = stream.result.fabricated  # what the model wrote is counted even when it is not shown
+        _record_usage(answer, completion, started)
         if streamed:
             yield Restart(answer.fallback_reason)
         return
@@ -127,10 +149,19 @@ def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], chec
     answer.citations = [by_n[n] for n in cleaned.cited]
     answer.abstained = not cleaned.cited
     answer.unsupported = unsupported
-    if unchecked_language:
-        answer.notices.append(f"The answer is in {unchecked_language}: its sentences were not checked against the "
-                              "abstracts they cite (the check compares English text).")
+    language = prompts.language_of(cleaned.text)
+    if language and checked:
+        answer.notices.append(f"The answer is in {language}: its sentences were checked for the numbers and names "
+                              "they state, which must be in the abstracts they cite, not for their meaning.")
+    _record_usage(answer, completion, started)
+
+
+def _record_usage(answer: Answer, completion: Completion, started: float) -> None:
+    """Tokens as the server reported them (None each when it did not: llama.cpp's server sends no usage in a
+    stream), and the time to the first token; kept on a fallback too, which cost the same."""
     answer.usage = {"prompt_tokens": completion.usage.prompt_tokens,
                     "completion_tokens": completion.usage.completion_tokens}
+    if completion.usage.completion_tokens is None and completion.chunks:
+        answer.usage["completion_chunks"] = completion.chunks  # ≈ tokens on llama.cpp (one a delta)
     if completion.first_token_at is not None:
         answer.timings["ttft_ms"] = round((completion.first_token_at - started) * 1000, 1)

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from rag.errors import RagError
+from rag.generation.citations import cited_sentences
 from rag.query.intent import TYPES
 from rag.engine import Engine
 
@@ -113,6 +114,10 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
             "cited_gold": any(matches(g, s.paper_id, s.text) for g in q.get("gold", []) for s in answer.citations),
             "fabricated": answer.fabricated, "ms": round(ms, 1),
             "facts": (sum(f.lower() in text for f in facts) / len(facts)) if facts else None,
+            "fallback_reason": answer.fallback_reason, "unsupported": len(answer.unsupported),
+            "cited_sentences": sum(1 for _, c in cited_sentences(answer.answer) if c) if answer.mode == "llm" else 0,
+            "completion_tokens": (answer.usage or {}).get("completion_tokens")
+            or (answer.usage or {}).get("completion_chunks"),
         })
     sets = list(dict.fromkeys(r["set"] for r in rows))
     by_set = {name: summarize([r for r in rows if r["set"] == name]) for name in sets} if len(sets) > 1 else {}
@@ -167,7 +172,51 @@ def summarize(rows: list[dict]) -> dict:
         "cite_precision": mean(r["cite_precision"] for r in answerable if r.get("cite_precision") is not None),
         "ms_p50": round(statistics.median(ms), 1) if ms else None,
         "ms_p95": round(ms[int(0.95 * (len(ms) - 1))], 1) if ms else None,
+        **llm_summary(rows),
     }
+
+
+# Columns of LLM-mode runs (`make eval-llm`), beside the same run's extractive answers.
+LLM_METRICS = ["questions", "llm_written", "llm_no_answer", "fell_back", "answer_facts", "cited_gold",
+               "cite_precision", "false_refusal", "unanswered_answered", "unsupported_share", "fabricated", "ms_p50",
+               "ms_p90", "tokens_p50"]
+
+
+def _reason_kind(reason: str) -> str:
+    """A fallback reason without its specifics (URLs, seconds), so equal causes are counted together."""
+    for key, kind in (("cited none", "cited nothing"), ("no sentence", "unsupported"), ("within", "deadline"),
+                      ("timed out", "timeout"), ("did not answer", "timeout"), ("max_tokens", "too long"),
+                      ("empty", "empty"), ("connect", "no connection"), ("broke off", "stream cut")):
+        if key in reason:
+            return kind
+    return reason[:40]
+
+
+def llm_summary(rows: list[dict]) -> dict:
+    """What an LLM run adds to `summarize`: who wrote the answers, why they fell back, how well supported."""
+    def mean(xs):
+        xs = list(xs)
+        return round(sum(xs) / len(xs), 3) if xs else None
+
+    answerable = [r for r in rows if r["kind"] != "none"]
+    none = [r for r in rows if r["kind"] == "none"]
+    llm = [r for r in rows if r["mode"] == "llm"]
+    ms = sorted(r["ms"] for r in rows)
+    tokens = sorted(r["completion_tokens"] for r in rows if r.get("completion_tokens"))
+    reasons: dict[str, int] = {}
+    for r in rows:
+        if r.get("fallback_reason"):
+            kind = _reason_kind(r["fallback_reason"])
+            reasons[kind] = reasons.get(kind, 0) + 1
+    checked = sum(r["cited_sentences"] for r in llm)
+    return {"llm_written": mean(r["mode"] == "llm" and not r["abstained"] for r in answerable),
+            "llm_no_answer": mean(r["mode"] == "llm" and r["abstained"] for r in rows),
+            "fell_back": mean(bool(r.get("fallback_reason")) for r in rows),
+            "fallback_reasons": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
+            "unanswered_answered": mean(not r["abstained"] for r in none),
+            "unsupported_share": round(sum(r["unsupported"] for r in llm) / checked, 3) if checked else None,
+            "ms_p90": round(ms[int(0.9 * (len(ms) - 1))], 1) if ms else None,
+            "tokens_p50": tokens[len(tokens) // 2] if tokens else None}
 
 
 def by_type(rows: list[dict]) -> dict[str, dict]:
@@ -218,6 +267,28 @@ class Report:
                 lines.append(("" if set_name is None else f"| {set_name} ") + f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
+    def llm_table(self) -> str:
+        """For a run with an LLM: per set, the LLM columns of each configuration (the LLM one and the same run's
+        extractive one); the fallback reasons counted below. Empty for an extractive run."""
+        if not any(r["mode"] == "llm" or r.get("fallback_reason") for res in self.results.values()
+                   for r in res.get("rows", [])):
+            return ""
+        first = next(iter(self.results.values()), {})
+        sets = [*(first.get("by_set") or {}), "all"]
+        lines = ["| set | answers | " + " | ".join(LLM_METRICS) + " |", "|" + "---|" * (len(LLM_METRICS) + 2)]
+        reasons = []
+        for set_name in sets:
+            for name, result in self.results.items():
+                summary = result["by_set"].get(set_name) if set_name != "all" else result["summary"]
+                if not summary:
+                    continue
+                lines.append(f"| {set_name} | {name} | " + " | ".join(_cell(summary.get(m)) for m in LLM_METRICS)
+                             + " |")
+                if summary.get("fallback_reasons"):
+                    reasons.append(f"- {set_name}, {name}: " + ", ".join(
+                        f"{k} {v}" for k, v in summary["fallback_reasons"].items()))
+        return "\n".join(lines) + ("\n\nFallback reasons:\n" + "\n".join(reasons) if reasons else "") + "\n\n"
+
     def type_table(self) -> str:
         """Per question type, for the configuration the app runs (hybrid): empty if the set has no types. With
         several typed question files, one row per file and type (a tuning set and a held-out one apart)."""
@@ -244,7 +315,7 @@ class Report:
         js.write_text(json.dumps({"name": self.name, "meta": self.meta, "results": self.results}, indent=1,
                                  ensure_ascii=False), encoding="utf-8")
         meta = "\n".join(f"- {key}: {value}" for key, value in self.meta.items())
-        md.write_text(f"# Evaluation: {self.name}\n\n{meta}\n\n{self.table()}\n\n{self.type_table()}"
+        md.write_text(f"# Evaluation: {self.name}\n\n{meta}\n\n{self.table()}\n\n{self.llm_table()}{self.type_table()}"
                       "hit@k, MRR and nDCG@10 over questions with one gold paper (single + follow-up); "
                       "multi_recall@10 over multi-paper questions; abstention_on_none over unanswerable questions; "
                       "false_refusal, cited_gold and cite_precision (citations on a gold or judged-relevant "
@@ -294,10 +365,15 @@ def run(engine: Engine, questions: list[dict], configs: list[str], name: str, k:
     if unknown:
         raise QuestionSetError(f"unknown configuration(s) {', '.join(unknown)}; choose from {', '.join(CONFIGS)}")
     results = {}
+    settings = engine.settings
     for config in configs:
         result = evaluate(engine.derive(**CONFIGS[config]), questions, k)
-        results[config] = {"overrides": CONFIGS[config], **result}
-    settings = engine.settings
+        name = f"{config} LLM" if settings.llm_enabled else config
+        results[name] = {"overrides": CONFIGS[config], **result}
+        if settings.llm_enabled:  # the extractive answers of the same run, beside the LLM's
+            overrides = {**CONFIGS[config], "llm_model": None}
+            results[f"{config} extractive"] = {"overrides": overrides,
+                                               **evaluate(engine.derive(**overrides), questions, k)}
     meta = {"questions": len(questions), "papers": engine.index.count(), "k": k,
             "answers": f"LLM {settings.llm_model}" if settings.llm_enabled else "extractive",
             "embedder": engine.index.embedder.identity, "date": time.strftime("%Y-%m-%d %H:%M")}
@@ -370,7 +446,7 @@ def check_support_pairs(pairs: list[dict], embedder) -> list[dict]:
                 sources.append(SimpleNamespace(n=numbers[paper.paper_id], title=paper.title, text=paper.abstract))
         cited = ", ".join(str(numbers[p.paper_id]) for p in pair["papers"])
         paragraphs.append(f"{' '.join(pair['sentence'].split()).rstrip('.')} [{cited}].")
-    claims = support.check("\n\n".join(paragraphs), sources, embedder)
+    claims = support.check("\n\n".join(paragraphs), sources, embedder, max_sentences=4 * len(paragraphs))
     rows, at = [], 0
     for pair, paragraph in zip(pairs, paragraphs):
         mine = []  # the claims of this paragraph (one, unless the splitter saw two sentences in it)
@@ -381,6 +457,7 @@ def check_support_pairs(pairs: list[dict], embedder) -> list[dict]:
                      "similarity": round(min((c.similarity for c in mine), default=0.0), 4),
                      "missing_numbers": sorted({n for c in mine for n in c.missing_numbers}),
                      "missing_names": sorted({n for c in mine for n in c.missing_names}),
+                     "misread_numbers": sorted({n for c in mine for n in c.misread_numbers}),
                      "sentence": pair["sentence"]})
     return rows
 
@@ -389,7 +466,8 @@ def support_summary(rows: list[dict], threshold: float) -> dict[str, dict]:
     """Per half ("a", "b", ...) and over all pairs: the false-"unsupported" rate on supported pairs and the catch
     rate on unsupported ones (also per kind of unsupported pair), at `threshold`."""
     def flagged(row: dict) -> bool:
-        return row["similarity"] < threshold or bool(row["missing_numbers"]) or bool(row["missing_names"])
+        return (row["similarity"] < threshold or bool(row["missing_numbers"]) or bool(row["missing_names"])
+                or bool(row.get("misread_numbers")))
 
     out = {}
     for half in sorted({r["half"] for r in rows if r["half"]}) + ["all"]:

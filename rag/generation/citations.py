@@ -37,8 +37,10 @@ _MARKER = (rf"(?:(?<![-_=+/\\])\[\^?[ \t]*{_LIST}[ \t]*\]"  # [1] [1, 2] [1-3] [
            rf"|\^\[[ \t]*{_LIST}[ \t]*\]"
            # ^1 after a word or a full stop; not an exponent (x^2, 10^3: one letter or digits before the caret)
            rf"|(?:(?<=[.!?。！？,;:\s])|(?<=[A-Za-z]{{2}}))\^{_NUM}(?:,{_NUM})*)")
-# Adjacent citations are one ([1][2] -> [1, 2]); atomic, so a run is never split to pass a test that it failed.
-_RUN = rf"(?>{_MARKER}(?:[ \t]*[,;]?[ \t]*{_MARKER})*)"
+# Adjacent citations are one ([1][2] -> [1, 2], "[1] and [2]" -> [1, 2]: models write both); atomic, so a run is
+# never split to pass a test that it failed. "and" between two citations takes one space each side, as models write
+# it, so `_HOLD` can hold exactly what may still become one.
+_RUN = rf"(?>{_MARKER}(?:[ \t]*[,;]?[ \t]*{_MARKER}|(?<=[\]】]) and {_MARKER})*)"
 _STOP = r"[.!?。！？]"
 _NOT_AFTER_A_SENTENCE = r"[ \t]*[a-z),;:]"  # "et al. [1] show": that full stop did not end a sentence
 # A run of citations, with one that follows the full stop moved before it ("One. [1] Two" -> "One [1]. Two").
@@ -49,10 +51,19 @@ _GROUP = re.compile(rf"(?P<lead>[ \t]*)(?P<a>{_RUN})"
 _HEADS = ("sources", "source", "references", "reference", "citations", "citation", "refs", "ref",
           "来源", "参考文献", "参考资料", "引用", "出处")
 _HEAD = r"(?:[*_#>]+[ \t]*)?(?i:" + "|".join(_HEADS) + r")[*_]*[ \t]*[:：][*_]*"
-# The last line of an answer when it only lists sources: "Sources: [1], [2]", "**References:** 1, 3".
+# The end of an answer when it only lists sources, in the shapes real models write (Qwen2.5, SmolLM2 over
+# llama.cpp): a heading and numbers ("Sources: [1], [2]", "**References:** 1, 3"); a heading and one line per source
+# with its title ("Sources:\n[1] Switch Sparse Autoencoders\n2. ..."); a last line of bare citations, or of
+# citations echoing the prompt's source tags ("[1]", "[1] Source [2] Source", '[1] Source n="1"').
 _SOURCES_LINE = re.compile(rf"[ \t]*\n\s*{_HEAD}[ \t]*"
                            rf"(?P<list>(?>{_MARKER}(?:[ \t]*[,;，、]?[ \t]*(?:and[ \t]+)?{_MARKER})*|{_LIST}))"
                            rf"[ \t]*\.?\s*\Z")
+_ITEM = rf"[ \t]*(?:[-*•][ \t]*)?(?:{_MARKER}|[1-9]\d{{0,2}}[.)])"  # a line of a list of sources
+_ITEM_NUMBER = re.compile(rf"(?m)^{_ITEM}")
+_SOURCES_BLOCK = re.compile(rf"[ \t]*\n\s*{_HEAD}[ \t]*\n?(?P<list>(?:{_ITEM}[^\n]*(?:\n\s*|\Z))+)\Z")
+_ECHO = r"(?i:sources?)(?:[ \t]+n=[\"']?\d{1,3}[\"']?)?"
+_ECHO_LINE = re.compile(rf"[ \t]*\n\s*(?P<list>{_MARKER}(?:[ \t]*(?:{_ECHO})?[ \t]*[,;.]?\s*{_MARKER})*"
+                        rf"(?:[ \t]*{_ECHO})?)[ \t]*\.?\s*\Z")
 
 _CANON_LIST = r"[1-9]\d{0,2}(?:,[ \t]*[1-9]\d{0,2})*"
 _CANON = re.compile(rf"[ \t]?(?<![-_=+/\\^])\[({_CANON_LIST})\]")  # the app's form, as `clean` writes it
@@ -75,11 +86,14 @@ def _prefixes(*words: str) -> str:
 # first loop is possessive (never gives back what it took), which keeps the search linear in the text held.
 _INSIDE = rf"(?:[ \t\d,;，、&–—^-]|(?i:sources?|and|to|(?<![a-z])s))*{_prefixes('sources', 'and', 'to')}"
 _OPEN = rf"(?:\[\^?|【|\(|\^\[?){_INSIDE}"
-_SOURCES_SO_FAR = (rf"[ \t]*\n\s*(?:[*_#>]+[ \t]*)?(?:(?i:{'|'.join(_HEADS)})[*_]*[ \t]*"
-                   rf"(?:[:：](?:[\s\d,;，、.&–—^*_\[\]【】()-]|(?i:sources?|and|to|(?<![a-z])s))*"
-                   rf"{_prefixes('sources', 'and', 'to')})?"
-                   rf"|{_prefixes(*_HEADS)})")
-_HOLD = re.compile(rf"(?:{_MARKER}|{_STOP}|[ \t,;])*+(?:{_SOURCES_SO_FAR}|{_OPEN})?\Z")
+# After a line that starts with a sources heading, everything to the end is held (it may be a list with titles);
+# after any other line break, a run of citations and echo words ("[1] Source n=") is.
+_SOURCES_SO_FAR = (rf"[ \t]*\n\s*(?:(?:[*_#>]+[ \t]*)?(?i:{'|'.join(_HEADS)})[*_]*[ \t]*[:：](?s:.)*"
+                   rf"|(?:[\s\d,;，、.:：&–—^*_#>\[\]【】()\"'=-]|(?i:sources?|and|to|n)(?![A-Za-z])"
+                   rf"|(?<![A-Za-z])[Ss](?=[ \t]?\d))*+{_prefixes('sources', 'and', 'to', *_HEADS)})")
+# "[1] a", "[1] an", "[1] and": maybe "[1] and [2]".
+_AND = r"(?:(?<=[\]】] )and(?= |\Z)|(?<=[\]】] )an?\Z)"
+_HOLD = re.compile(rf"(?:{_MARKER}|{_STOP}|[ \t,;]|{_AND})*+(?:{_SOURCES_SO_FAR}|{_OPEN})?\Z")
 
 
 @dataclass
@@ -144,7 +158,10 @@ def _close_paragraph(text: str, numbers: list[int]) -> str:
 def _clean(raw: str, start: int, end: int, final: bool, valid: set[int], result: Cleaned) -> None:
     """Append the cleaned `raw[start:end]` to `result`; `raw[:start]` is done and read only as context. `final`:
     `end` is the end of the answer, so a "Sources:" line just before it is the trailing one."""
-    sources = _SOURCES_LINE.search(raw, start, end) if final else None
+    sources = None
+    if final:
+        sources = (_SOURCES_LINE.search(raw, start, end) or _SOURCES_BLOCK.search(raw, start, end)
+                   or _ECHO_LINE.search(raw, start, end))
     body_end = sources.start() if sources else end
     pieces, at = [], start
     for match in _GROUP.finditer(raw, start, body_end):
@@ -152,7 +169,12 @@ def _clean(raw: str, start: int, end: int, final: bool, valid: set[int], result:
         at = match.end()
     result.text += "".join(pieces) + raw[at:body_end]
     if sources:
-        kept = _keep(_numbers(sources.group("list")), valid, result)
+        listed = sources.group("list")
+        if sources.re is _SOURCES_BLOCK:  # only the number that starts each line, not those in its title
+            listed = " ".join(m.group(0).strip(" \t-*•.)") for m in _ITEM_NUMBER.finditer(listed))
+        elif sources.re is _ECHO_LINE:  # '[1] Source n="1"': the tag's n is not another citation
+            listed = re.sub(_ECHO, " ", listed)
+        kept = _keep(_numbers(listed), valid, result)
         if kept:
             result.text = _close_paragraph(result.text, kept)
 
@@ -175,11 +197,19 @@ def without_citations(text: str) -> str:
 
 def cited_sentences(text: str) -> list[tuple[str, list[int]]]:
     """Each sentence of cleaned `text` with the numbers it cites. A sentence with none of its own takes those that
-    close its paragraph: models often cite a paragraph once, at its end."""
+    close its paragraph: models often cite a paragraph once, at its end. When the only citation of the whole answer
+    closes it (Qwen2.5 often ends a few paragraphs with one "[1]" line, or a "Sources:" block), every sentence takes
+    it: otherwise none of the answer's claims would be checked."""
+    paragraphs = _PARAGRAPH.split(text)
+    closings = [_CLOSING.search(p.rstrip()) for p in paragraphs]
+    last = closings[-1]
+    at_end_only = bool(last.group("nums")) and not cited_in(paragraphs[-1][:last.start()]) and not any(
+        cited_in(p) for p in paragraphs[:-1])
+    answer_closing = _numbers(last.group("nums") or "") if at_end_only else []
     out = []
-    for paragraph in _PARAGRAPH.split(text):
-        closing = _numbers(_CLOSING.search(paragraph.rstrip()).group("nums") or "")
-        out += [(sentence, cited_in(sentence) or closing) for sentence in split_sentences(paragraph)]
+    for paragraph, closing in zip(paragraphs, closings):
+        cites = _numbers(closing.group("nums") or "") or answer_closing
+        out += [(sentence, cited_in(sentence) or cites) for sentence in split_sentences(paragraph)]
     return out
 
 

@@ -4,11 +4,13 @@ The `openai` client does the HTTP, the streaming (SSE) and the retries with back
 429 and 5xx (honouring Retry-After). What it lacks is a bound on the *whole* wait: retries and Retry-After
 sleeps can add up far past the read timeout. So each call runs in a worker thread that hands its chunks over
 a queue, and the caller waits at most `llm_timeout` for the first chunk and between two chunks, and at most
-`llm_deadline` in all, counted from the request's start and covering the retries: a server that drips a token
-just inside the timeout would otherwise hold the answer for as long as it likes. Past either, or on any fault
-(refused, timeout, HTTP error, a stream cut mid-way, malformed data), the caller gets an `LLMError` with a
-one-line reason, and the worker is told to close the stream. Error bodies come in every shape (OpenAI's
-`{"error": {"message": ...}}`, a bare string, a list, an HTML page); only a short string is quoted, and
+`llm_deadline` in all, counted from the request's start and covering the retries (the caller counts its own
+checks of the answer inside it too): a server that drips a token just inside the timeout would otherwise hold
+the answer for as long as it likes. Past either, or on any fault (refused, timeout, HTTP error, a stream cut
+mid-way, malformed data, more text than `max_tokens` allows), the caller gets an `LLMError` with a one-line
+reason, and the stream is closed at once (a llama.cpp server stops computing an answer when its client hangs
+up). Error bodies come in every shape (OpenAI's `{"error": {"message": ...}}`, a bare string, a list, an HTML
+page); only a short string is quoted, and
 describing a fault never raises, so no body can turn a fallback into a crash.
 
 The API key is never put in a message: every error text is scrubbed of it, and of the base URL's credentials.
@@ -47,6 +49,7 @@ class Completion:
 
     usage: Usage = field(default_factory=Usage)
     first_token_at: float | None = None
+    chunks: int = 0  # text deltas received: llama.cpp's server streams one token a delta and reports no usage
 
 
 class ChatClient:
@@ -73,7 +76,7 @@ class ChatClient:
         result = self._run(lambda: self._client.chat.completions.create(
             model=self.model, messages=cast("list[ChatCompletionMessageParam]", messages),
             temperature=self.settings.llm_temperature, max_tokens=max_tokens,
-        ), streamed=False)
+        ), streamed=False, max_tokens=max_tokens)
         text = "".join(result)
         if not text.strip():
             raise LLMError("the LLM endpoint returned an empty answer")
@@ -85,19 +88,24 @@ class ChatClient:
             model=self.model, messages=cast("list[ChatCompletionMessageParam]", messages),
             temperature=self.settings.llm_temperature, max_tokens=self.settings.llm_max_tokens,
             stream=True, stream_options={"include_usage": True},
-        ), streamed=True, completion=completion)
+        ), streamed=True, completion=completion, max_tokens=self.settings.llm_max_tokens)
 
     # ---- the worker / queue pump -------------------------------------------------------------------
 
-    def _run(self, request, streamed: bool, completion: Completion | None = None) -> Iterator[str]:
+    def _run(self, request, streamed: bool, completion: Completion | None = None,
+             max_tokens: int = 512) -> Iterator[str]:
         deadline = time.monotonic() + self.settings.llm_deadline
         items: queue.Queue = queue.Queue()
         cancel = threading.Event()
+        held: list = []  # the open stream, so the caller can close it when it gives up (see `_drain`)
 
         def work() -> None:
             response = None
             try:
                 response = request()
+                held.append(response)
+                if cancel.is_set():
+                    return
                 if not streamed:
                     if not getattr(response, "choices", None):
                         raise LLMError("the LLM endpoint sent a malformed response (no choices)")
@@ -127,12 +135,14 @@ class ChatClient:
                         pass
 
         threading.Thread(target=work, name="llm-request", daemon=True).start()
-        return self._drain(items, cancel, completion, deadline)
+        return self._drain(items, cancel, completion, deadline, max_tokens * self.settings.llm_max_chars_per_token,
+                           held)
 
     def _drain(self, items: queue.Queue, cancel: threading.Event, completion: Completion | None,
-               deadline: float) -> Iterator[str]:
+               deadline: float, max_chars: int, held: list) -> Iterator[str]:
         wait = self.settings.llm_timeout
         late = f"the LLM endpoint did not finish its answer within {self.settings.llm_deadline:g} s"
+        read = 0
         try:
             while True:
                 left = deadline - time.monotonic()
@@ -147,6 +157,12 @@ class ChatClient:
                 if kind == "text":
                     if completion is not None and completion.first_token_at is None:
                         completion.first_token_at = time.perf_counter()
+                    read += len(value)
+                    if completion is not None:
+                        completion.chunks += 1
+                    if read > max_chars:  # the server ignores max_tokens: stop reading (the worker is told to close)
+                        raise LLMError(f"the LLM endpoint sent more text than max_tokens allows "
+                                       f"({max_chars:,} characters)")
                     yield value
                 elif kind == "usage" and value is not None and completion is not None:
                     completion.usage = Usage(getattr(value, "prompt_tokens", None),
@@ -157,6 +173,14 @@ class ChatClient:
                     return
         finally:
             cancel.set()
+            # Close the connection now, not when the worker next hears from the server: a llama.cpp server
+            # stops computing an abandoned answer only when its client hangs up, and the next question waits
+            # behind it until then.
+            for response in held:
+                try:
+                    response.close()
+                except Exception:
+                    pass
 
     def _describe(self, exc: BaseException) -> str:
         """One line for the user about `exc`, scrubbed of the key; never raises, whatever `exc` holds."""

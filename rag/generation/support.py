@@ -36,16 +36,74 @@ from rag.generation.citations import cited_sentences, without_citations
 INSTRUCTION = re.compile(r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|prompts?|rules|context)\b|"
                          r"\byou are now\b|\bsystem prompt\b|\bnew instructions?\b", re.IGNORECASE | re.DOTALL)
 # A number as written: 1,024 -> 1024; 2.3; 1/2 (a fraction is one number: "2/3" is not supported by "1/3").
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?|(?<=[A-Za-z])\d+(?:\.\d+)?")
+# ASCII word characters only: "提高了30%" states 30 (a CJK character is a Unicode word character).
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?|(?<=[A-Za-z])\d+(?:\.\d+)?", re.ASCII)
 # A name: mixed case inside a word (MathCheck, HyPER, nnUNet), letters with digits (GPT-4o, Llama-405B), or an
 # all-capitals word of 2+ letters, possibly hyphenated (MUTE, CD-T, PFedTD-Rep); a trailing plural "s" is dropped.
 _NAME = re.compile(r"(?<![\w-])(?=[\w-]*[A-Z])(?:[A-Za-z]+[A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Za-z]+-?\d[\w-]*|"
-                   r"[A-Z][a-z]+-[A-Z][\w-]*)(?![\w-])")
+                   r"[A-Z][a-z]+-[A-Z][\w-]*)(?![\w-])", re.ASCII)
+_LATIN_RUN = re.compile(r"(?:[A-Za-z][\w'’-]*[\s,;:()]+){4,}[A-Za-z][\w'’-]*", re.ASCII)
 # "this ICLR 2025 paper": where the papers are from, not a claim about one.
 _VENUE = re.compile(r"\bICLR(?:[ \t]*'?(?:20)?25)?\b")
 # Capitalized words any answer about ML papers may use without the abstract having them.
 _COMMON = {"LLM", "LLMS", "AI", "ML", "NLP", "GPU", "GPUS", "CPU", "TPU", "API", "RAG", "SOTA", "CNN", "RNN", "GNN",
            "MLP", "VLM", "LM", "LMS", "RL", "PDE", "PDES", "ODE", "SGD", "2D", "3D", "ID", "OOD", "USA", "UK", "EU"}
+
+
+# A sentence about the sources rather than a claim from them: "This approach is supported by [1, 2].", "This
+# information is provided in the abstract of [1]." (Qwen2.5 closes answers so). Once its citations are gone it
+# ends on a preposition or on "the abstract(s)/source(s)/paper(s)", says it refers, and is short; it states no
+# number or name (those are claims, checked as usual).
+_META_END = re.compile(r"\b(?:by|in|of|from|to|see|on|at|within|sources?|abstracts?|papers?|works?|stud(?:y|ies)|"
+                       r"articles?|references?)\W*\Z", re.IGNORECASE)
+_META_WORD = re.compile(r"\b(?:support(?:s|ed)?|provided|described|stated|mentioned|found|discussed|given|"
+                        r"reported|explained|detailed|presented|outlined|shown|covered|based|according|see|refer|"
+                        r"sources?|abstracts?|papers?|cited)\b", re.IGNORECASE)
+# What is left of a line that echoes the prompt's source tags ("[1] Source [2] Source", 'Source n="1"').
+_ECHO_ONLY = re.compile(r'(?i:\W|sources?|n=?"?\d*"?)*')
+# How a number is used: "by 30.32%" / "a 30.32% gain" is a change, "from 28.06% to 30.32%" a level. The same figure
+# in the other role is a misread: "improves ... by 30.32%" when the abstract says 28.06% -> 30.32%.
+_DELTA_BEFORE = re.compile(r"\bby(?:\s+(?:about|around|roughly|up\s+to|over|nearly|almost|~))?\s*[~≈]?\s*\Z", re.I)
+_LEVEL_BEFORE = re.compile(r"\b(?:from|to)(?:\s+(?:about|around|roughly|~))?\s*[~≈]?\s*\Z", re.IGNORECASE)
+_DELTA_AFTER = re.compile(r"\A\s*(?:%|percent|pp|points?|percentage\s+points?)?[\s-]*(?:absolute\s+|relative\s+)?"
+                          r"(?:improvements?|gains?|increases?|boosts?|reductions?|decreases?|drops?|higher|lower|"
+                          r"better|fewer)\b", re.IGNORECASE)
+
+
+def is_meta(claim: str) -> bool:
+    """True for a sentence (citations removed) that only says where its claims come from."""
+    words = claim.split()
+    return (len(words) <= 14 and bool(_META_END.search(claim)) and bool(_META_WORD.search(claim))
+            and not numbers(claim) and not names(claim)) or _ECHO_ONLY.fullmatch(claim) is not None
+
+
+def _roles(text: str, value: str) -> set[str]:
+    """How `text` uses the number `value` at each place it writes it: "delta", "level" or "other"."""
+    out = set()
+    for match in _NUMBER.finditer(text):
+        raw = match.group(0).replace(",", "")
+        if "." in raw and "/" not in raw:
+            raw = raw.rstrip("0").rstrip(".")
+        if raw != value:
+            continue
+        before, after = text[max(0, match.start() - 24):match.start()], text[match.end():match.end() + 40]
+        if _DELTA_BEFORE.search(before) or _DELTA_AFTER.match(after):
+            out.add("delta")
+        elif _LEVEL_BEFORE.search(before):
+            out.add("level")
+        else:
+            out.add("other")
+    return out
+
+
+def misread_numbers(claim: str, text: str) -> list[str]:
+    """The numbers `claim` uses as a change where `text` has them only as a level (or the other way round)."""
+    misread = []
+    for value in sorted(numbers(claim) & numbers(text)):
+        said, written = _roles(claim, value), _roles(text, value)
+        if said & {"delta", "level"} and "other" not in written and written and not said & written:
+            misread.append(value)
+    return misread
 
 
 class _Embedder(Protocol):
@@ -70,9 +128,20 @@ class Claim:
     similarity: float = 0.0  # best cosine to a sentence of the cited abstracts
     missing_numbers: list[str] = field(default_factory=list)
     missing_names: list[str] = field(default_factory=list)
+    misread_numbers: list[str] = field(default_factory=list)  # in the abstract, but as a level where it says a change
+    restates: bool = False  # it only repeats the question (SmolLM2: 'The answer to the question "..." is: [1]')
+    language: str = ""  # "Chinese", "Japanese", "Korean": its meaning was not compared (see `check`)
 
     def supported(self, threshold: float) -> bool:
-        return self.similarity >= threshold and not self.missing_numbers and not self.missing_names
+        meaning = self.similarity >= threshold or (self.language and not self.english)
+        return (bool(meaning) and not self.missing_numbers and not self.missing_names and not self.misread_numbers
+                and not self.restates)
+
+    @property
+    def english(self) -> str:
+        """The English a CJK sentence carries in runs of five words or more ("... 中文 The method cures cancer
+        中文"), compared by meaning like an English sentence; padding in another script hides nothing."""
+        return " ".join(run.strip() for run in _LATIN_RUN.findall(self.claim)) if self.language else self.claim
 
 
 def numbers(text: str) -> set[str]:
@@ -117,15 +186,38 @@ def _missing_names(claim: str, text: str) -> list[str]:
     return missing
 
 
-def check(answer: str, sources: Sequence[_Cited], embedder: _Embedder) -> list[Claim]:
-    """Each sentence of `answer` that cites one of `sources` (by its number `n`), with what was found."""
+def _content(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 3}
+
+
+def restates(claim: str, question: str) -> bool:
+    """True if `claim` adds at most two words of four letters or more to `question`'s: it scores high against the
+    abstracts because the question does, not because it says anything."""
+    asked, said = _content(question), _content(claim)
+    return bool(asked) and bool(said & asked) and len(said - asked - {"answer", "question", "sources", "source"}) <= 2
+
+
+def check(answer: str, sources: Sequence[_Cited], embedder: _Embedder, max_sentences: int = 40,
+          question: str = "") -> list[Claim]:
+    """Each sentence of `answer` that cites one of `sources` (by its number `n`), with what was found; at most
+    `max_sentences` of them (the first), so an endless answer cannot make the check endless.
+
+    The language is decided per sentence: an English sentence is compared by meaning, numbers and names; a
+    sentence in Chinese, Japanese or Korean (the English MiniLM scores those low whatever they say) by the numbers
+    and names it states, which must be in the English abstracts it cites, and by meaning for any English run of
+    five words or more inside it. Sentences that only say where the claims come from ("This approach is supported
+    by [1, 2].") are not claims and are not checked."""
+    from rag.generation.prompts import language_of
+
     by_n = {s.n: s for s in sources}
     claims: list[Claim] = []
     for sentence, cited in cited_sentences(answer):
         known = [n for n in dict.fromkeys(cited) if n in by_n]
         text = _VENUE.sub("", without_citations(sentence)).strip()
-        if known and text:
-            claims.append(Claim(sentence, text, known))
+        if known and text and not is_meta(text):
+            claims.append(Claim(sentence, text, known, language=language_of(text)))
+            if len(claims) >= max_sentences:
+                break
     if not claims:
         return []
     # Every cited abstract's sentences, embedded once with the claims in one batch.
@@ -133,24 +225,28 @@ def check(answer: str, sources: Sequence[_Cited], embedder: _Embedder) -> list[C
     for n in {n for c in claims for n in c.cited}:
         pieces[n] = [t for t in split_sentences(by_n[n].text or "") if not INSTRUCTION.search(t)]
     flat = [t for n in pieces for t in pieces[n]]
-    vectors = embedder.embed([c.claim for c in claims] + flat)
-    claim_vectors, rows, start = vectors[:len(claims)], {}, len(claims)
+    compared = [c for c in claims if c.english]
+    vectors = embedder.embed([c.english for c in compared] + flat)
+    claim_vectors, rows, start = vectors[:len(compared)], {}, len(compared)
     for n, texts in pieces.items():
         rows[n] = vectors[start:start + len(texts)]
         start += len(texts)
-    for claim, vector in zip(claims, claim_vectors):
+    for claim, vector in zip(compared, claim_vectors):
         support = [rows[n] for n in claim.cited if len(rows[n])]
         claim.similarity = float((np.concatenate(support) @ vector).max()) if support else 0.0
+    for claim in claims:
         cited_text = " ".join(f"{by_n[n].title} {' '.join(split_sentences(by_n[n].text or ''))}"
                               for n in claim.cited)
         cited_text = " ".join(t for t in split_sentences(cited_text) if not INSTRUCTION.search(t))
         claim.missing_numbers = sorted(numbers(claim.claim) - numbers(cited_text))
         claim.missing_names = _missing_names(claim.claim, cited_text)
+        claim.misread_numbers = misread_numbers(claim.claim, cited_text)
+        claim.restates = bool(question) and restates(claim.claim, question)
     return claims
 
 
-def unsupported(answer: str, sources: Sequence[_Cited], embedder: _Embedder,
-                threshold: float) -> tuple[list[str], int]:
+def unsupported(answer: str, sources: Sequence[_Cited], embedder: _Embedder, threshold: float,
+                max_sentences: int = 40, question: str = "") -> tuple[list[str], int]:
     """(the cited sentences of `answer` its cited sources do not support, how many cited sentences were checked)."""
-    claims = check(answer, sources, embedder)
+    claims = check(answer, sources, embedder, max_sentences, question)
     return [c.sentence for c in claims if not c.supported(threshold)], len(claims)

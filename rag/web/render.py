@@ -331,6 +331,8 @@ def footer(answer: dict) -> str:
     bits.append(f"{t.get('total_ms', 0):.0f} ms")
     if usage.get("prompt_tokens") is not None:
         bits.append(f"{usage['prompt_tokens']} + {usage.get('completion_tokens') or 0} tokens")
+    elif usage:  # asked of an LLM, which reported no usage (llama.cpp's server in a stream)
+        bits.append("tokens not reported by the server")
     if answer.get("cost_usd") is not None:
         bits.append(money(answer["cost_usd"]))
     if answer["abstained"]:

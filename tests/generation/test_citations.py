@@ -13,6 +13,9 @@ from hypothesis import strategies as st
 from rag.generation.citations import StreamFilter, clean, cited_sentences
 
 VALID = {1, 2, 3, 4, 5}
+QWEN_BARE = "Switch SAEs route each activation to one small expert.\n\nThis cuts the training compute.\n\n[1]"
+QWEN_TITLES = ("Switch SAEs are cheaper to train.\n\nSources:\n[1] Efficient Dictionary Learning with Switch Sparse "
+               "Autoencoders\n[2] Time-MoE: Billion-Scale Time Series Foundation Models with Mixture of Experts\n")
 
 STYLES = [  # (as a model writes it, as the app shows it, the numbers cited)
     ("One. [1] Two. [2]", "One [1]. Two [2].", [1, 2]),
@@ -34,6 +37,9 @@ STYLES = [  # (as a model writes it, as the app shows it, the numbers cited)
     ("One^[1]. Two.^[2] Three[^3][^4].", "One [1]. Two [2]. Three [3, 4].", [1, 2, 3, 4]),
     ("One [1]. [2] Two.", "One [1, 2]. Two.", [1, 2]),
     ("稀疏自编码器更便宜。[1] 第二句【2】。", "稀疏自编码器更便宜[1]。 第二句[2]。", [1, 2]),
+    # Qwen2.5-Coder-1.5B over llama.cpp: "[1] and [2]" is both (it was read as [2] alone)
+    ("This approach is supported by [1] and [2].", "This approach is supported by [1, 2].", [1, 2]),
+    ("Both cut the cost [1] and [3] and [2].", "Both cut the cost [1, 3, 2].", [1, 3, 2]),
 ]
 
 NOT_CITATIONS = [
@@ -78,6 +84,13 @@ def test_fabricated_numbers_are_removed_and_counted(raw, shown, fabricated):
     ("One [2]. Two.\n\nSources: [Source 1] and [S9]", "One [2]. Two [1].", [2, 1]),
     ("稀疏自编码器更便宜。\n\n来源：【1】", "稀疏自编码器更便宜[1]。", [1]),
     ("Sources: [1] are cited here.\n\nEnd [2].", "Sources: [1] are cited here.\n\nEnd [2].", [1, 2]),  # not at the end
+    # The endings real models wrote in the issue-28 run (Qwen2.5-Coder-1.5B, SmolLM2-135M over llama.cpp):
+    (QWEN_BARE, "Switch SAEs route each activation to one small expert.\n\nThis cuts the training compute [1].", [1]),
+    ("Switch SAEs are cheaper.\n\n[1] Source [2] Source", "Switch SAEs are cheaper [1, 2].", [1, 2]),
+    ('Switch SAEs are cheaper.\n[1] Source n="1"', "Switch SAEs are cheaper [1].", [1]),
+    (QWEN_TITLES, "Switch SAEs are cheaper to train [1, 2].", [1, 2]),
+    ("Cheaper [3].\n\n**References:**\n1. A title (2024)\n2) Another: 12 ideas", "Cheaper [3, 1, 2].", [3, 1, 2]),
+    ("One [1].\n[2] Two is a claim of its own.", "One [1].\n[2] Two is a claim of its own.", [1, 2]),  # a claim
 ])
 def test_a_trailing_sources_line_becomes_the_closing_citation_of_the_last_paragraph(raw, shown, cited):
     cleaned = clean(raw, VALID)
@@ -90,7 +103,18 @@ def test_sentences_of_a_paragraph_without_citations_take_its_closing_ones():
                                      ("Gamma holds [3].", [3]), ("Delta holds.", []), ("Epsilon.", [])]
 
 
-ANSWERS = [raw for raw, _, _ in STYLES] + NOT_CITATIONS + [
+def test_an_answer_cited_only_at_its_end_has_every_sentence_checked_against_that_citation():
+    # Qwen2.5 wrote three paragraphs and a last "[1]": none of its sentences was checked before.
+    text = clean(QWEN_BARE, VALID).text
+    assert cited_sentences(text) == [("Switch SAEs route each activation to one small expert.", [1]),
+                                     ("This cuts the training compute [1].", [1])]
+    text = clean(QWEN_TITLES, VALID).text
+    assert [c for _, c in cited_sentences(text)] == [[1, 2]]
+
+
+ANSWERS = [raw for raw, _, _ in STYLES] + NOT_CITATIONS + [QWEN_BARE, QWEN_TITLES,
+    "Cheaper.\n\n[1] Source [2] Source", 'Cheaper.\n[1] Source n="1"', "One [1].\n[2] Two is a claim.",
+    "Cheaper [3].\n\n**References:**\n1. A title (2024)\n2) Another: 12 ideas",
     "One. Two.\n\nSources: [1], [2]",
     "One [1].\n\nTwo. Three.\n\n**Sources:** [2], [3]\n",
     "One [9]. Two. [1, 9] Three (Source 2).\n\nReferences: [S4]",
@@ -125,7 +149,8 @@ def test_streaming_gives_the_whole_answers_text_at_every_split(text):
 
 FRAGMENTS = ["word", " ", ".", "!", "。", "\n", "\n\n", "[1]", "[9]", "[1, 2]", "[1,2]", "[1-3]", "[Source 1]",
              "(Source 2)", "[S1]", "【1】", "^1", "^[2]", "[^3]", ",", "[0, 1]", "top-[5]", "x^2", "10^3", "(1)",
-             "Sources: [1], [2]", "**References:** 1, 3", "Sour", "[", "(", "^", "$", "\\ell", "et al.", "a", "中文"]
+             "Sources: [1], [2]", "**References:** 1, 3", "Sour", "[", "(", "^", "$", "\\ell", "et al.", "a", "中文",
+             " and ", "and", " an", " Source", ' n="1"', "Sources:\n", "1. ", "Title: X", "-", "s"]
 
 
 @settings(max_examples=300, deadline=None)

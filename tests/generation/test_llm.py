@@ -109,8 +109,23 @@ def test_a_follow_up_is_rewritten_by_the_model_and_finds_the_earlier_paper(seed_
     assert answer.retrieval_query == \
         "introduces a billion-scale time series foundation model? What dataset did they use"  # "Which paper" left out
     assert answer.sources[0].text == TIME_MOE_ABSTRACT  # Time-MoE
-    assert "Question: What dataset did they use?" in final["body"]["messages"][1]["content"]
+    # The answer prompt asks the rewritten question: the bare "they" made real models refuse (issue 28).
+    assert f"Question: {rewrite_of(first, 'What dataset did they use?')}" in final["body"]["messages"][1]["content"]
     assert answer.mode == "llm"
+
+
+def rewrite_of(first, follow_up):
+    return f"{first} {follow_up}"  # what the fake answers a "Standalone query:" prompt
+
+
+def test_a_question_that_does_not_lean_on_the_history_is_not_rewritten(seed_engine, server):
+    engine = llm_engine(seed_engine, server.base_url)
+    first = "Which paper introduces a billion-scale time series foundation model?"
+    history = [{"role": "user", "content": first}, {"role": "assistant", "content": engine.ask(first).answer}]
+    before = len(server.chat_requests())
+    answer = engine.ask(SAE, history=history)  # a change of topic: no 20-30 s rewrite call on a CPU server
+    assert len(server.chat_requests()) == before + 1 and server.chat_requests()[-1]["body"]["stream"] is True
+    assert "time series" not in answer.retrieval_query and f"Question: {SAE}" in server.last_messages()[1]["content"]
 
 
 @pytest.mark.parametrize("mode", ["refused", "timeout", "stall", "500", "429", "cut", "malformed", "empty", "401"])
@@ -303,10 +318,11 @@ def test_a_chinese_question_gets_a_chinese_answer_citing_the_english_abstracts(s
     assert answer.answer == "根据来源，这篇论文提出的方法可以回答这个问题[1]。"
     assert [c.n for c in answer.citations] == [1] and answer.citations[0].text == SAE_ABSTRACT
     assert answer.unsupported == [] and any("The answer is in Chinese" in n for n in answer.notices)
-    # Checked like an English answer, it would have been thrown away: the English embedder cannot match it.
+    # Checked for its numbers and names (it states none the abstract lacks), not by an English embedding of
+    # Chinese, which would have thrown it away.
     weak, checked = support.unsupported(answer.answer, answer.citations, engine.index.embedder,
                                         engine.settings.support_threshold)
-    assert len(weak) == checked == 1
+    assert weak == [] and checked == 1
 
 
 def _cli(args, env, input=None):
@@ -366,3 +382,102 @@ def test_rag_chat_keeps_the_conversation_for_follow_ups(seed_engine, server, tmp
         assert " ".join(source_1.split()) == TIME_MOE_ABSTRACT
     assert "[1] Time-MoE: Billion-Scale Time Series Foundation Models with Mixture of Experts" in result.stdout
 
+
+
+# Raw texts of real models over llama.cpp (issue 28's run), replayed through the real client and stream filter.
+QWEN_CITES_AT_THE_END = (
+    "Switch Sparse Autoencoders reduce the compute cost of training SAEs by routing activation vectors between "
+    "smaller expert SAEs.\n\nThey deliver a Pareto improvement in the reconstruction vs. sparsity frontier for a "
+    "fixed training compute budget.\n\n[1]")
+QWEN_META = ("Switch SAEs route activation vectors between smaller expert SAEs, which reduces the compute cost of "
+             "training SAEs. This approach is supported by [1] and [2].")
+QWEN_SOURCES_BLOCK = ("Switch Sparse Autoencoders reduce the compute cost of training SAEs.\n\nSources:\n"
+                      "[1] Efficient Dictionary Learning with Switch Sparse Autoencoders\n")
+QWEN_ECHO = ("Switch SAEs route activation vectors between smaller expert SAEs to reduce the compute cost of "
+             "training.\n\n[1] Source [2] Source")
+SMOLLM_JUNK = ("Question: Is there work on making sparse autoencoders cheaper to train? Instructions: Answer in a few "
+               "sentences, using only the sources above. The sources do not contain an answer to this question. "
+               "Sparse autoencoders are a type of neural network that learns to compress data and they are used in "
+               "many applications such as image processing and natural language processing.")
+
+
+@pytest.mark.parametrize("raw", [QWEN_CITES_AT_THE_END, QWEN_META, QWEN_SOURCES_BLOCK, QWEN_ECHO])
+def test_the_citation_shapes_real_models_write_are_accepted_and_checked(seed_engine, server, raw):
+    server.reply = raw
+    answer = llm_engine(seed_engine, server.base_url).ask(SAE)
+    assert answer.mode == "llm" and answer.fallback_reason == "" and answer.citations[0].text == SAE_ABSTRACT
+    assert "Source" not in answer.answer.replace("Sources", "") and not answer.answer.endswith("]\n")
+    assert answer.unsupported == []  # every sentence checked against [1] (none was before) and supported
+    claims = support.check(answer.answer, answer.sources, seed_engine.index.embedder)
+    assert claims and all(c.cited[0] == 1 for c in claims)
+
+
+def test_one_and_two_cite_both(seed_engine, server):
+    server.reply = QWEN_META
+    answer = llm_engine(seed_engine, server.base_url).ask(SAE)
+    assert answer.answer.endswith("This approach is supported by [1, 2].") and len(answer.citations) == 2
+
+
+def test_the_refusal_phrase_is_an_abstention_only_when_it_is_the_answer(seed_engine, server):
+    engine = llm_engine(seed_engine, server.base_url)
+    server.reply = SMOLLM_JUNK  # SmolLM2-135M: the prompt echoed, the phrase, then outside knowledge, uncited
+    answer = engine.ask(SAE)
+    assert answer.mode == "extractive" and "cited none" in answer.fallback_reason
+    assert any("could not answer" in n for n in answer.notices)
+    server.reply = "I'm sorry, but the sources do not contain an answer to this question."
+    answer = engine.ask(SAE)
+    assert answer.mode == "llm" and answer.abstained and answer.fallback_reason == ""
+
+
+def test_a_flood_past_max_tokens_is_cut_off_and_falls_back_within_the_deadline(embedded_seed_engine, server):
+    # Issue 26 item 6: ~400 KB streamed fast; the support check then ran over ~3,000 sentences outside the deadline.
+    server.mode = "flood"
+    engine = llm_engine(embedded_seed_engine, server.base_url, llm_max_tokens=64, llm_deadline=12.0)
+    started = time.perf_counter()
+    answer = engine.ask(SAE)
+    assert time.perf_counter() - started < 12.0
+    assert answer.mode == "extractive" and "more text than max_tokens allows" in answer.fallback_reason
+
+
+def test_the_support_check_counts_inside_the_deadline(embedded_seed_engine, server, monkeypatch):
+    engine = llm_engine(embedded_seed_engine, server.base_url, llm_deadline=1.0)
+    check = engine._check_support
+
+    def slow_check(text, sources, question=""):  # a check that takes the deadline's time (thousands of sentences did)
+        time.sleep(1.2)
+        return check(text, sources, question)
+
+    monkeypatch.setattr(engine, "_check_support", slow_check)
+    answer = engine.ask(SAE)
+    assert answer.mode == "extractive" and "within 1 s" in answer.fallback_reason
+
+
+def test_usage_the_server_does_not_report_is_said_so_and_fallbacks_keep_ttft_and_fabricated(seed_engine, server):
+    from rag.cli import usage_text
+    from rag.web.render import footer
+
+    server.usage = False  # llama.cpp's server sends no usage in a stream
+    engine = llm_engine(seed_engine, server.base_url)
+    answer = engine.ask(SAE)
+    assert answer.mode == "llm" and answer.usage["prompt_tokens"] is None is answer.usage["completion_tokens"]
+    assert answer.usage["completion_chunks"] > 3  # the deltas counted instead
+    assert usage_text(answer.usage, None) == ", tokens not reported by the server"
+    assert "tokens not reported by the server" in footer(answer.to_dict())
+    server.reply = "Switch SAEs are cheaper [9]."  # cites only a source it was not given
+    answer = engine.ask(SAE)
+    assert answer.mode == "extractive" and answer.fabricated == 1 and answer.timings["ttft_ms"] > 0
+
+
+def test_a_chinese_answer_is_checked_sentence_by_sentence(seed_engine, server):
+    # Issue 28 item 7: a Chinese answer was not checked at all. Its numbers and names must be in the cited abstracts.
+    server.reply = "Switch SAE 通过在较小的专家 SAE 之间路由激活向量来降低训练成本[1]。MathCheck 把成本降低了 90%[1]。"
+    answer = llm_engine(seed_engine, server.base_url).ask(ZH_SAE)
+    assert answer.mode == "llm" and answer.unsupported == ["MathCheck 把成本降低了 90% [1]。"]
+    assert any("checked for the numbers and names" in n for n in answer.notices)
+
+
+def test_an_answer_that_only_restates_the_question_is_not_supported(seed_engine, server):
+    # SmolLM2-135M over llama.cpp, verbatim: the restated question scores high against the abstracts.
+    server.reply = f'The answer to the question "{SAE}" is: [1, 2, 3]'
+    answer = llm_engine(seed_engine, server.base_url).ask(SAE)
+    assert answer.mode == "extractive" and "no sentence" in answer.fallback_reason

@@ -94,3 +94,63 @@ def test_rag_eval_reports_false_unsupported_and_catch_rates_per_half(tmp_path):
     assert summary["all"]["false_unsupported"] <= 0.05 and summary["all"]["catch"] >= 0.7
     assert report["meta"]["threshold chosen on half a"] == report["threshold"]
     assert not (tmp_path / "none").exists()  # no index was opened or created
+
+
+IGDM = "juKVq5dWTR"  # "Indirect Gradient Matching ...": "improves the AutoAttack accuracy from 28.06\% to 30.32\%"
+
+
+def test_a_figure_the_abstract_gives_as_a_level_is_unsupported_as_a_change(papers, embedder):
+    # Qwen2.5-Coder-1.5B's sentence (issue 28): every word is the abstract's, but 30.32% is where accuracy ended up.
+    igdm = [source(papers[IGDM])]
+    wrong = "Using IGDM on CIFAR-100 improves the AutoAttack accuracy by 30.32% with ResNet-18 [1]."
+    right = "Using IGDM on CIFAR-100 improves the AutoAttack accuracy from 28.06% to 30.32% with ResNet-18 [1]."
+    (claim,) = support.check(wrong, igdm, embedder)
+    assert claim.misread_numbers == ["30.32"] and not claim.supported(THRESHOLD)
+    (claim,) = support.check(right, igdm, embedder)
+    assert claim.misread_numbers == [] and claim.supported(THRESHOLD)
+    assert support.misread_numbers("a 30.32% gain", "accuracy rose from 28.06% to 30.32%") == ["30.32"]
+    assert support.misread_numbers("it reaches 30.32%", "accuracy rose to 30.32%") == []  # no role said: not judged
+
+
+@pytest.mark.parametrize("meta", [
+    "This approach is supported by [1, 2].",  # Qwen2.5's closing lines (issue 28), as `clean` leaves them
+    "This information is provided in the abstract of [1].",
+    "For more details, see [2].",
+    "[1] Source [2] Source",
+])
+def test_a_sentence_that_only_says_where_its_claims_come_from_is_not_checked(papers, embedder, meta):
+    sources = [source(papers[WILDBENCH], 1), source(papers[PWM], 2)]
+    claim = "WildBench evaluates LLMs on 1,024 hard tasks drawn from real user conversations [1]."
+    checked = support.check(f"{claim} {meta}", sources, embedder)
+    assert [c.sentence for c in checked] == [claim]
+    # A sentence about a source that names something is a claim, and is checked.
+    (named,) = support.check("MathCheck is described in [1].", sources, embedder)
+    assert named.missing_names == ["MathCheck"]
+
+
+def test_the_language_is_decided_per_sentence_so_chinese_padding_hides_nothing(papers, embedder):
+    wildbench = [source(papers[WILDBENCH])]
+    padding = "这是一段很长的中文填充文字，" * 20
+    english = "WildBench consists of 2,048 tasks selected from real user conversations [1]."
+    # Issue 26 item 7: an English unsupported claim followed by Chinese was never checked (the answer was "Chinese").
+    weak, checked = support.unsupported(f"{english} {padding}[1]。", wildbench, embedder, THRESHOLD)
+    assert english in weak and checked == 2
+    # Padding inside the sentence: its English run is compared by meaning all the same.
+    invented = f"The method cures cancer in every patient it is given {padding}[1]。"
+    weak, _ = support.unsupported(invented, wildbench, embedder, THRESHOLD)
+    assert weak == [invented]
+
+
+def test_a_chinese_sentence_is_checked_for_the_numbers_and_names_it_states(papers, embedder):
+    wildbench = [source(papers[WILDBENCH])]
+    right, wrong, other = ("WildBench 包含 1,024 个来自真实用户对话的任务[1]。", "WildBench 包含 2,048 个任务[1]。",
+                           "MathCheck 用真实对话评测模型[1]。")
+    claims = support.check(right + wrong + other, wildbench, embedder)
+    assert [(c.language, c.missing_numbers, c.missing_names) for c in claims] == [
+        ("Chinese", [], []), ("Chinese", ["2048"], []), ("Chinese", [], ["MathCheck"])]
+    assert [c.supported(THRESHOLD) for c in claims] == [True, False, False]
+
+
+def test_at_most_max_sentences_are_checked(papers, embedder):
+    answer = "WildBench evaluates LLMs on hard tasks from real conversations [1]. " * 100
+    assert len(support.check(answer, [source(papers[WILDBENCH])], embedder, max_sentences=7)) == 7
