@@ -13,7 +13,7 @@ EVAL_SETS := $(addprefix eval/questions/,seeds_dev.jsonl corpus_dev.jsonl zh_dev
              compare_none.jsonl corpus_answerable_v4.jsonl corpus_figures_v4.jsonl corpus_none_v4.jsonl)
 
 .DEFAULT_GOAL := help
-.PHONY: help install run ingest test test-fast lint soak system-deps bench eval model clean
+.PHONY: help install run ingest data test test-fast lint soak system-deps bench eval model clean
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -32,6 +32,9 @@ run: $(STAMP) ## Install, ingest seeds/ if the index is empty, serve 127.0.0.1:7
 
 ingest: $(STAMP) ## Ingest seeds/ (or PATHS="a.jsonl dir/") into the index
 	$(BIN)/rag ingest $(or $(PATHS),$(SEEDS))
+
+data: $(STAMP) ## Re-embed the bundled list into rag/data/iclr2025_vectors.npz (after editing rag/data/ or the embedder)
+	nice -n 10 $(BIN)/python rag/data/build_vectors.py
 
 # Most tests wait on subprocesses, servers and the browser as much as on the CPU: two workers (pytest-xdist), each
 # taking whole files so a module's app, browser and stores are built once.

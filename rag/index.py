@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from rag import prebuilt
 from rag.config import ConfigError, Settings
 from rag.embeddings import Embedder, EmbeddingError
 from rag.ingest import Paper
@@ -91,7 +92,8 @@ class IngestStats:
     removed: int = 0
     skipped: int = 0
     enriched: int = 0  # untitled abstracts matched to a bundled ICLR 2025 paper (rag.catalog)
-    embedded_chunks: int = 0
+    embedded_chunks: int = 0  # chunks stored, the shipped ones included
+    shipped_chunks: int = 0  # of those, taken from the bundled list's shipped vectors (rag.prebuilt), not embedded
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
@@ -99,7 +101,9 @@ class IngestStats:
         matched = f", {self.enriched} matched to ICLR 2025 papers" if self.enriched else ""
         return (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
                 f"removed {self.removed}, skipped {self.skipped}{matched} "
-                f"({self.embedded_chunks} chunks embedded in {self.seconds:.1f} s)")
+                f"({self.embedded_chunks - self.shipped_chunks} chunks embedded"
+                f"{f', {self.shipped_chunks} loaded from the shipped vectors,' if self.shipped_chunks else ''}"
+                f" in {self.seconds:.1f} s)")
 
 
 @dataclass
@@ -213,6 +217,8 @@ class PaperIndex:
         # Papers stored with other chunking (or before sentence vectors were stored) are re-embedded on ingest.
         self.chunking = f"{settings.chunk_size}/{settings.chunk_overlap}/{SENTENCE_FORMAT}"
         self._writer: tuple[Any, Any] | None = None  # llama-index splitter and vector store, made on first write
+        # The bundled list's shipped vectors where they hold a text, the embedder for the rest (rag.prebuilt).
+        self.vectors = prebuilt.vectors_for(embedder, self.chunking)
         self.expected = 0  # papers the store will hold when the running (or last) upsert ends
 
     def _llama_index(self) -> tuple[Any, Any]:
@@ -285,7 +291,7 @@ class PaperIndex:
 
         # The papers the store holds when this ends: those stored now, plus the new ones among `todo`.
         self.expected = self.papers.count() + sum(1 for p in todo if p.paper_id not in stored)
-        done = 0
+        done, hits = 0, getattr(self.vectors, "hits", 0)
         if progress:
             progress(0, len(todo))
         # The model embeds one batch while a writer thread stores the one before it (Chroma's writes are ~6% of
@@ -304,6 +310,7 @@ class PaperIndex:
                 done += pending.result()
                 if progress:
                     progress(done, len(todo))
+        stats.shipped_chunks = getattr(self.vectors, "hits", 0) - hits
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -366,7 +373,7 @@ class PaperIndex:
                 lo, hi = starts[best], starts[best] + len(nodes[best].get_content())
                 spans[best].append((max(a, lo) + shift, min(b, hi) + shift))
                 placed[-1].append((best, len(spans[best]) - 1))
-        vectors, span_vectors = self.embedder.embed_spans(texts, spans)
+        vectors, span_vectors = self.vectors.embed_spans(texts, spans)
         for node, vector in zip(nodes, vectors):
             node.embedding = vector.tolist()
         ids, documents, metadatas = [], [], []
@@ -383,7 +390,7 @@ class PaperIndex:
                     vector = np.zeros(vectors.shape[1], dtype=np.float32)
                 sentence_vectors.append(vector)
         if missing:
-            for pos, vector in zip(missing, self.embedder.embed([documents[i] for i in missing])):
+            for pos, vector in zip(missing, self.vectors.embed([documents[i] for i in missing])):
                 sentence_vectors[pos] = vector
         owners_arr = np.asarray(owners)
         paper_vectors = []
