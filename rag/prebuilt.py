@@ -1,4 +1,4 @@
-"""Prebuilt vectors: the bundled ICLR 2025 list's chunk and sentence vectors, shipped so that indexing it embeds nothing.
+"""Prebuilt vectors: the bundled ICLR 2025 list's chunk and sentence vectors, shipped so indexing it embeds nothing.
 
 The bundled papers (rag/data/) and the shipped embedder change only with a release, yet embedding their 3,706
 papers took 14 minutes on a loaded 2-core machine (issue 30). `rag/data/build_vectors.py` embeds them once, through
