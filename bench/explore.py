@@ -1,4 +1,5 @@
-"""Timings of exploring the collection (rag/explore.py, rag/topicmap.py) -> section 7 of bench/REPORT.md.
+"""Timings of exploring the collection (rag/explore/related.py, rag/explore/topicmap.py) -> section 7 of
+bench/REPORT.md.
 
     python bench/explore.py [--data-dir .rag-eval/iclr2025] [--queries 200] [--repeats 1]
 
@@ -26,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 import numpy as np  # noqa: E402
 
 from rag.config import Settings  # noqa: E402
+from rag.explore.related import explorer  # noqa: E402
+from rag.explore.topicmap import TopicMap, build, map_path  # noqa: E402
 from rag.engine import Engine  # noqa: E402
-from rag.explore import explorer  # noqa: E402
-from rag.topicmap import TopicMap, build, map_path  # noqa: E402
 
 HEAD = "## 7. Related papers and the topic map"
 

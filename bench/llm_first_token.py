@@ -20,8 +20,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from fake_openai import FakeOpenAI  # noqa: E402
 
-from rag.answer import Delta  # noqa: E402
 from rag.config import Settings  # noqa: E402
+from rag.answering.extractive import Delta  # noqa: E402
 from rag.engine import Engine  # noqa: E402
 
 QUESTIONS = [

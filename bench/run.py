@@ -36,11 +36,11 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
-from rag.evaluation import load_questions, matches  # noqa: E402
 from rag.config import Settings  # noqa: E402
+from rag.store.ingest import read_paths  # noqa: E402
+from rag.search.retrieve import RetrievalParams  # noqa: E402
 from rag.engine import Engine  # noqa: E402
-from rag.ingest import read_paths  # noqa: E402
-from rag.retrieve import RetrievalParams  # noqa: E402
+from rag.evaluation.harness import load_questions, matches  # noqa: E402
 
 
 class Fed:
@@ -206,7 +206,7 @@ def main() -> int:
                                                embed_model=embedder.as_llama_index())
 
     # 1-2. Embedder vs ingest, re-ingest. The sample stands for a user's own files, so the bundled list's shipped
-    # vectors (rag.prebuilt), which hold these papers, are switched off: every chunk is embedded.
+    # vectors (rag.store.prebuilt), which hold these papers, are switched off: every chunk is embedded.
     probe = Engine(Settings.load(data_dir=work / "probe"))
     embedder = probe.index.embedder
     fed = Fed(embedder)
@@ -355,7 +355,7 @@ embedder (`MiniLMEmbedding.embed`) is timed on exactly those texts.
 
 The whole list ({r['full_papers']:,} papers): embedding its abstracts once (`MiniLMEmbedding.embed`, one run)
 {r['raw_full_s']:.1f} s; its ingest{" (a re-ingest: the index existed)" if r['full_existed'] else ""} {r['full_ingest_s']:.1f} s, i.e. {r['full_ingest_s'] / r['raw_full_s']:.2f}×
-({r.get('full_shipped', 0):,} of its {r.get('full_chunks', 0):,} chunks' vectors loaded from the bundled list's shipped file, `rag.prebuilt`).
+({r.get('full_shipped', 0):,} of its {r.get('full_chunks', 0):,} chunks' vectors loaded from the bundled list's shipped file, `rag.store.prebuilt`).
 
 Tokens fed to the model per paper: {r['raw_tokens']:.0f} by the raw embedder (each abstract cut at 256), {r['ingest_tokens']:.0f}
 by the ingest (every chunk, title included, nothing cut), i.e. {r['ingest_tokens'] / r['raw_tokens']:.2f}× the work.

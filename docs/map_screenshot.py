@@ -13,7 +13,7 @@ sys.path.insert(0, str(ROOT))
 
 from rag.config import Settings  # noqa: E402
 from rag.engine import Engine  # noqa: E402
-from rag.ui.app import launch  # noqa: E402
+from rag.web.app import launch  # noqa: E402
 
 QUESTION = "Which papers use diffusion models for image restoration?"
 

@@ -1,4 +1,4 @@
-"""Abstention on the question sets: the learned gate (rag/abstain.py) against the confidence threshold, as a
+"""Abstention on the question sets: the learned gate (rag/answering/abstain.py) against the confidence threshold, as a
 trade-off curve (refused unanswerable vs refused answerable) at several thresholds. Reads the sets, fits nothing.
 
     python eval/abstain_curve.py SET.jsonl [...] [--corpus rag/data/iclr2025.jsonl] [--json OUT]
@@ -18,11 +18,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag import abstain, zh  # noqa: E402
 from rag.config import Settings  # noqa: E402
+from rag.query import zh  # noqa: E402
+from rag.search.retrieve import RetrievalParams  # noqa: E402
+from rag.answering import abstain  # noqa: E402
 from rag.engine import Engine, standalone_question  # noqa: E402
-from rag.evaluation import load_questions  # noqa: E402
-from rag.retrieve import RetrievalParams  # noqa: E402
+from rag.evaluation.harness import load_questions  # noqa: E402
 
 CONFIDENCE_T = Settings.model_fields["abstain_threshold"].default
 

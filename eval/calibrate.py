@@ -6,7 +6,7 @@ For every question it records the retrieval confidence (best sentence score of t
 rare name in the question matched the top paper (which bypasses the gate), then sweeps the threshold and prints,
 for each value, the abstention rate on unanswerable ("none") questions and the false-refusal rate on the rest.
 Pick the value that keeps false refusals low while refusing most unanswerable questions, and write it and these
-numbers into the docstring of rag/answer.py.
+numbers into the docstring of rag/answering/extractive.py.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag.evaluation import load_questions  # noqa: E402
 from rag.config import Settings  # noqa: E402
+from rag.search.retrieve import RetrievalParams  # noqa: E402
 from rag.engine import Engine, standalone_question  # noqa: E402
-from rag.retrieve import RetrievalParams  # noqa: E402
+from rag.evaluation.harness import load_questions  # noqa: E402
 
 
 def main() -> int:

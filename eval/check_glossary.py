@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag import zh  # noqa: E402
+from rag.query import zh  # noqa: E402
 
 
 def main() -> int:

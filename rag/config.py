@@ -7,6 +7,8 @@ the project reads the environment for configuration.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +20,53 @@ from rag.errors import RagError
 
 class ConfigError(RagError, ValueError):
     """A setting has a value the app cannot use; the message names the variable or flag to fix."""
+
+
+class AnswerPolicy(BaseModel):
+    """The tuned thresholds of the answer step (rag/answering/), frozen; each says the set and figure that chose it.
+    `Answer.policy` carries a short hash of it (and of the abstention thresholds) so a stored answer says which
+    policy gave it. Not set by environment or flags: changing one is a tuning step, to be measured with `rag eval`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_per_paper: int = Field(2, ge=1, description="Sentences an extractive answer quotes from one paper.")
+    relative_floor: float = Field(
+        0.8, description="A quoted sentence scores at least this share of the best sentence's score.")
+    lead: float = Field(
+        0.05, description="An explain answer quotes one paper when its best sentence leads the others' by this. "
+        "Chosen on seeds_dev + types_dev explain (82 single-paper questions, 2,114 papers): answers citing only the "
+        "gold paper 0.585 -> 0.780, answer facts 0.811 -> 0.854 (0.03: 0.793 / 0.823; 0.08: 0.732 / 0.835).")
+    one_paper_sentences: int = Field(
+        3, ge=1, description="Sentences of a one-paper explanation (same sets: 4 gave facts 0.878 at 769 "
+        "characters, too long for a short answer).")
+    one_paper_floor: float = Field(
+        0.7, description="... each scoring at least this share of its best (same sets: 0.6 gave facts 0.860 at "
+        "680 characters).")
+    topic_bar: float = Field(
+        0.5, description="A listed or counted paper holds at least this share of the best-covered paper's share of "
+        "the question's topic. types_dev counts and lists: cited papers on the gold lists 0.43 -> 0.60, no gold paper "
+        "lost; 0.6 lost two of 41.")
+    sentence_share: float = Field(
+        0.7, description="... and its best sentence scores at least this share of the best paper's. types_dev's 12 "
+        "counts and lists (on-target citations / share of the gold named): 0.683 / 0.892 without, 0.740 / 0.871 "
+        "at 0.7, 0.838 / 0.768 at 0.8.")
+    focus_floor: float = Field(
+        0.05, description="A follow-up about the previous answer's papers is answered from them unless its best "
+        "sentence scores below this. Seed follow-ups: 'What did they compare against?' 0.09, 'How much faster is "
+        "it?' 0.21, 'the capital of France according to them?' 0.03: a weak guard.")
+    side_depth: int = Field(5, ge=1, description="A comparison side's paper is looked for among this many top hits "
+                                                  "(3 held-out comparisons were refused with both papers 1st and 2nd).")
+    title_cover: float = Field(0.6, description="Share of a side's content terms its paper's title contains.")
+    strong_depth: int = Field(2, ge=1, description="A described side may be found in this many top hits.")
+    rare_name_papers: int = Field(
+        200, ge=1, description="A comparison side's term is a rare name when at most max(2, papers / this) papers "
+        "contain it (0.5%). The learned gate's own 'rare' (1%, rag/answering/abstain.py RARE_SHARE) is part of its "
+        "fitted features and stays with them.")
+
+    def digest(self, *extra: Any) -> str:
+        """A short hash of these values and `extra` (the abstention thresholds): which policy answered."""
+        payload = json.dumps([self.model_dump(), *extra], sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
 class Settings(BaseModel):
@@ -45,7 +94,7 @@ class Settings(BaseModel):
     # 250 + [CLS] + [SEP] fits MiniLM's 256-token window, so no chunk is ever truncated; on the seed dev set 250
     # matched 200 on hit@1/hit@5, raised multi-paper recall@5 from 0.85 to 0.95, and embeds 20% fewer chunks.
     chunk_size: int = Field(250, ge=32, le=2048, description="Tokens per chunk, title included.")
-    # 0: every sentence is stored with a vector of its own (rag.index), so chunks need no shared margin, and the
+    # 0: every sentence is stored with a vector of its own (rag.store.index), so chunks need no shared margin, and the
     # overlap was 2% more tokens for the model to embed at ingest (bench/FINDINGS.md).
     chunk_overlap: int = Field(0, ge=0, le=512, description="Tokens shared by neighbouring chunks.")
 
@@ -61,15 +110,18 @@ class Settings(BaseModel):
         "hybrid", description="Which retrievers rank the papers: both fused (default), or one alone (for comparison).")
     abstain_threshold: float = Field(
         0.47, ge=-1.0, le=2.0,
-        description="Abstain when the retrieval confidence is below this (calibration: rag/answer.py).",
+        description="Abstain when the retrieval confidence is below this (calibration: rag/answering/extractive.py).",
     )
     abstain_model_threshold: float | None = Field(
         None, ge=0.0, le=1.01,
-        description="Also abstain when the learned abstention model (rag/abstain.py) gives at least this "
+        description="Also abstain when the learned abstention model (rag/answering/abstain.py) gives at least this "
                     "probability that the papers do not answer; unset = its fitted threshold, 1.01 = off.",
     )
 
-    # The map of the collection (rag/topicmap.py)
+    policy: AnswerPolicy = Field(default_factory=lambda: AnswerPolicy.model_validate({}),
+                                 description="The answer step's tuned thresholds (AnswerPolicy).")
+
+    # The map of the collection (rag/explore/topicmap.py)
     topics: int = Field(20, ge=2, le=100, description="Topic clusters of the collection map and `rag topics` "
                                                        "(fewer for small collections: at most one per 5 papers).")
 
@@ -93,12 +145,13 @@ class Settings(BaseModel):
                                        description="USD per million prompt tokens; with it the page shows costs.")
     llm_price_out: float | None = Field(None, ge=0, le=10_000,
                                         description="USD per million completion tokens.")
-    prompts_dir: Path | None = Field(None, description="Directory overriding prompts/*.txt.")
+    prompts_dir: Path | None = Field(
+        None, description="Directory overriding the bundled prompt templates (prompts/README.md).")
     support_threshold: float = Field(
         0.49, ge=-1.0, le=1.0,
         description="A cited sentence whose best cosine to a sentence of the cited abstracts is below this is "
-                    "listed as unsupported, as is one stating a number or name they lack (rag/support.py; chosen "
-                    "on half a of eval/questions/support_pairs.jsonl).",
+                    "listed as unsupported, as is one stating a number or name they lack (rag/generation/support.py; "
+                    "chosen on half a of eval/questions/support_pairs.jsonl).",
     )
 
     # Web app
@@ -106,6 +159,13 @@ class Settings(BaseModel):
     port: int = Field(7860, ge=1, le=65535)
     auth: SecretStr | None = Field(None, description='"user:password" to require a login for the web chat and API.')
     concurrency: int = Field(10, ge=1, le=256, description="Questions the web chat answers at the same time.")
+    # MCP server (`rag mcp --http`; stdio, the default, needs no port)
+    mcp_port: int = Field(8765, ge=1, le=65535, description="Port of `rag mcp --http` (streamable HTTP on "
+                                                            "127.0.0.1).")
+    allowed_hosts: str | None = Field(
+        None, pattern=r"^\s*(\*|[A-Za-z0-9.:\[\]_-]+)(\s*,\s*[A-Za-z0-9.:\[\]_-]+)*\s*$",
+        description="Host names the web chat answers to besides loopback's and its own address (comma-separated, "
+                    "* for any): e.g. the name a reverse proxy forwards. Others are refused (DNS rebinding).")
     bundled: bool = Field(True, description="`rag serve` indexes the bundled ICLR 2025 list in the background "
                                             "(papers already indexed are skipped); false serves the index as it is.")
 
@@ -134,11 +194,16 @@ class Settings(BaseModel):
             problems = []
             for err in exc.errors():
                 name = str(err["loc"][0]) if err["loc"] else "?"
-                flag = "--" + name.replace("_", "-")
+                flag = FLAGS.get(name, "--" + name.replace("_", "-"))
                 var = ENV_VARS.get(name, "")
                 got = "" if name in ("llm_api_key", "embed_api_key", "auth") else f" (got {err.get('input')!r})"
                 problems.append(f"{flag} / {var}: {err['msg']}{got}")
             raise ConfigError("invalid setting: " + "; ".join(problems)) from None
+
+    @property
+    def policy_hash(self) -> str:
+        """Which answer policy (with the abstention thresholds) this is: `Answer.policy`."""
+        return self.policy.digest(self.abstain_threshold, self.abstain_model_threshold)
 
     @property
     def llm_enabled(self) -> bool:
@@ -187,6 +252,11 @@ ENV_VARS: dict[str, str] = {
     "port": "RAG_PORT",
     "auth": "RAG_AUTH",
     "concurrency": "RAG_CONCURRENCY",
+    "allowed_hosts": "RAG_ALLOWED_HOSTS",
     "bundled": "RAG_BUNDLED",
+    "mcp_port": "RAG_MCP_PORT",
 }
-assert set(ENV_VARS) == set(Settings.model_fields), "every setting needs an environment variable"
+# Every setting has an environment variable but the answer policy, which is tuned with `rag eval`, not set per run.
+assert set(ENV_VARS) == set(Settings.model_fields) - {"policy"}, "every setting needs an environment variable"
+#: The CLI flag of a setting whose flag is not its name with dashes.
+FLAGS: dict[str, str] = {"mcp_port": "--port (rag mcp --http)"}

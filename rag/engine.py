@@ -21,22 +21,25 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from rag import lock, prompts, support, zh
-from rag.answer import (MAX_LISTED, Answer, Delta, Restart, Source, passes_bar, related_answer,
-                        should_abstain, sources_from)
-from rag.catalog import enrich
-from rag.compose import compose
-from rag.config import Settings
-from rag.embeddings import Embedder, make_embedder
-from rag.index import IngestStats, PaperIndex, StoredPaper, open_client
-from rag.intent import Intent, parse
-from rag.llm import ChatClient, LLMError
-from rag.ingest import read_paths
-from rag.retrieve import HybridRetriever, Retrieval, RetrievalParams
-from rag.text import plain
 from rag.errors import RagError, whole_number
-from rag.explore import PaperNotFound, Related, explorer, find_paper
-from rag.topicmap import TopicMap, answer_topics, topic_map
+from rag.config import Settings
+from rag.text import plain
+from rag.store import lock
+from rag.store.catalog import enrich
+from rag.store.embeddings import Embedder, make_embedder
+from rag.store.index import IngestStats, PaperIndex, StoredPaper, open_client
+from rag.store.ingest import read_paths
+from rag.query import zh
+from rag.query.intent import Intent, parse
+from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams
+from rag.explore.related import PaperNotFound, Related, explorer, find_paper
+from rag.explore.topicmap import TopicMap, topic_map
+from rag.generation import prompts, support
+from rag.generation.llm import ChatClient, LLMError
+from rag.answering.collection import answer_topics, related_answer
+from rag.answering.compose import compose
+from rag.answering.extractive import MAX_LISTED, passes_bar, should_abstain
+from rag.answering.records import Answer, Delta, Restart, Source, sources_from
 
 MAX_QUESTION_CHARS = 2_000
 MAX_K = MAX_LISTED  # papers one question can ask for (a count checks this many)
@@ -63,6 +66,10 @@ _ELLIPSIS = re.compile(r"^(?:and|but|also|what\s+about|how\s+about|same\s+for)\b
 
 class QuestionError(RagError, ValueError):
     """The question cannot be asked as given (empty, ...); the message is for the user."""
+
+
+class NoIndexError(RagError, LookupError):
+    """There is no index to answer from (none in the data dir, or an empty one); the message names `rag ingest`."""
 
 
 # Markup pasted into a question ("<script>alert(1)</script> Which papers ...?"): HTML comments, tags of HTML's own
@@ -228,6 +235,15 @@ class Plan:
 
 
 @dataclass
+class Search:
+    """What `Engine.search` found: the papers as numbered `Source`s, best first, and what was searched."""
+
+    query: str  # the query as searched (control characters and markup left out, cut to MAX_QUESTION_CHARS)
+    sources: list[Source]
+    notices: list[str]  # what the user should know (the query was cut, markup left out)
+
+
+@dataclass
 class Indexing:
     """Progress of an ingest running in the background (`Engine.index_in_background`), for the page to show."""
 
@@ -241,7 +257,7 @@ class Engine:
     """Loads the embedder and index on first use; safe to share between threads for `ask`.
 
     `serving=True` marks the process that owns an embedded store (`rag serve`); any other process opening the same
-    store is refused while it runs (`rag.lock`)."""
+    store is refused while it runs (`rag.store.lock`)."""
 
     def __init__(self, settings: Settings | None = None, serving: bool = False) -> None:
         self.settings = settings or Settings.load()
@@ -383,6 +399,7 @@ class Engine:
         plan = self._plan(question, history, llm, decisions, author, question_filters)
         intent, search, focus, filters = plan.intent, plan.search, plan.focus, plan.filters
         if answered := self._without_search(question, intent, focus, k, filters, notices, started):
+            answered[-1].policy = self.settings.policy_hash  # type: ignore[union-attr]  # ends with the Answer
             yield from answered
             return
         k = len(focus) if focus else k or self.settings.k
@@ -410,6 +427,7 @@ class Engine:
                            + ("." if answer.abstained else ": the answer is from the nearest papers."))
         done = time.perf_counter()
         answer.timings.update(answer_ms=_ms(retrieved, done), total_ms=_ms(started, done))
+        answer.policy = self.settings.policy_hash
         yield answer
 
     def _retrieve(self, intent: Intent, search: str, k: int, filters: dict[str, Any], focus: list[str]
@@ -417,10 +435,10 @@ class Engine:
         """The retrieval to answer from, and a sentence to lead the answer with ("" mostly).
 
         A list or count with a decision or author filter is also searched without filters (`Retrieval.reference`):
-        its bar (`rag.answer.passes_bar`) is relative to the best paper of the whole collection, so "spotlights on
-        X" names no spotlight that is merely the nearest to X. "How many orals are on X?" when no paper with the
-        decision its words ask for passes that bar: the answer says none does, then lists the papers on X with any
-        decision, as `filters["widened"]` records; a refusal would tell the user the collection has nothing on X.
+        its bar (`rag.answering.extractive.passes_bar`) is relative to the best paper of the whole collection, so
+        "spotlights on X" names no spotlight that is merely the nearest to X. "How many orals are on X?" when no paper
+        with the decision its words ask for passes that bar: the answer says none does, then lists the papers on X with
+        any decision, as `filters["widened"]` records; a refusal would tell the user the collection has nothing on X.
         A filter set in the panel or by a flag is the user's explicit choice and stands."""
         params = RetrievalParams.from_settings(self.settings, k=k, decisions=tuple(filters["decisions"]),
                                                author=filters["author"], paper_ids=tuple(focus))
@@ -443,15 +461,13 @@ class Engine:
     def _without_search(self, question: str, intent: Intent, focus: list[str], k: int | None,
                         filters: dict[str, Any], notices: list[str], started: float) -> list[Delta | Answer]:
         """The answer to a question the collection's structure answers, not a search: which topics have the most
-        orals (the topic clusters, `rag.topicmap`), which papers are related to X (X's nearest papers,
-        `rag.explore`). [] for any other question, and for "related to X" when X is a topic, not a paper
-        ("papers related to diffusion models"), which is then searched as a list."""
+        orals (the topic clusters, `rag.explore.topicmap`), which papers are related to X (X's nearest papers,
+        `rag.explore.related`). [] for any other question ("related to X" when X is a topic, not a paper, is a list:
+        "papers related to diffusion models")."""
         if intent.type == "topics":
-            return list(self._topics(question, intent.decisions, notices, started))
-        if intent.type == "related":
-            found = self._related(question, focus[0] if focus else intent.query, k, filters, notices, started)
-            intent.type = intent.type if found else "list"
-            return found
+            return list(self._topics(question, intent, notices, started))
+        if intent.type == "related":  # X names a paper (`_names_paper`): else the intent is a list
+            return self._related(question, focus[0] if focus else intent.query, k, filters, notices, started)
         return []
 
     def _related(self, question: str, name: str, k: int | None, filters: dict[str, Any], notices: list[str],
@@ -459,28 +475,39 @@ class Engine:
         """ "Which papers are related to X?" when X names one paper (its id, a name written with a capital or a
         digit such as CatVTON or Time-MoE, or half its title): X and its nearest papers. Otherwise [] and the
         question is searched as a list ("papers related to diffusion models" is a topic, not a paper)."""
-        papers = self.retriever.state.papers
         if not name or _ANAPHORA.fullmatch(name):  # "related to ?", or "to it" with no answer before it
             answer = Answer(question=question, answer=NAME_THE_PAPER, mode="extractive", abstained=True,
                             citations=[], sources=[], notices=notices, answer_type="related",
                             timings={"total_ms": _ms(started, time.perf_counter())})
             return [Delta(answer.answer), answer]
-        try:
-            paper = find_paper(papers, name)
-        except PaperNotFound:
-            return []
-        title = set(plain(paper.title or paper.label).split())
-        if not (paper.paper_id == name or re.search(r"[A-Z0-9]", name)
-                or len(set(plain(name).split()) & title) >= len(title) / 2):
+        paper = self._named_paper(name)
+        if paper is None:
             return []
         answer = related_answer(question, self.related(paper.paper_id, k, filters["decisions"]), notices, filters)
         answer.timings = {"total_ms": _ms(started, time.perf_counter())}
         return [Delta(answer.answer), answer]
 
-    def _topics(self, question: str, decisions: list[str], notices: list[str], started: float
+    def _named_paper(self, name: str) -> StoredPaper | None:
+        """The one paper `name` names in "related to X": its id, a name written with a capital or a digit, or half
+        its title; None when X is a topic ("diffusion models")."""
+        try:
+            paper = find_paper(self.retriever.state.papers, name)
+        except PaperNotFound:
+            return None
+        title = set(plain(paper.title or paper.label).split())
+        if not (paper.paper_id == name or re.search(r"[A-Z0-9]", name)
+                or len(set(plain(name).split()) & title) >= len(title) / 2):
+            return None
+        return paper
+
+    def _names_paper(self, name: str) -> bool:
+        """Whether "related to `name`" is answered by `_related` (a paper, or a request to name one)."""
+        return not name or bool(_ANAPHORA.fullmatch(name)) or self._named_paper(name) is not None
+
+    def _topics(self, question: str, intent: Intent, notices: list[str], started: float
                 ) -> Iterator[Delta | Answer]:
         """A question about the collection's topics, answered from its clusters, not by a search."""
-        answer = answer_topics(question, decisions, self.topics(), self.retriever.state.papers, notices)
+        answer = answer_topics(question, intent, self.topics(), self.retriever.state.papers, notices)
         answer.timings = {"total_ms": _ms(started, time.perf_counter())}
         yield Delta(answer.answer)
         yield answer
@@ -488,16 +515,15 @@ class Engine:
     def _plan(self, question: str, history: list[dict[str, Any]], llm: ChatClient | None, decisions: list[str],
               author: str | None, question_filters: Sequence[str]) -> "Plan":
         """What to search for a question and how to answer it: its type and the filters its words set
-        (`rag.intent`; the caller's filters win), the follow-up's standalone query or focus papers, and a
-        Chinese question's English terms (`rag.zh`)."""
+        (`rag.query.intent`; the caller's filters win), the follow-up's standalone query or focus papers, and a
+        Chinese question's English terms (`rag.query.zh`)."""
         query, focus, fallback = self._standalone(question, history, llm)
-        intent = parse(question, self._known_author)
-        intent.decisions = intent.decisions if "decisions" in question_filters else []
-        intent.author = intent.author if "author" in question_filters else None
+        intent = parse(question, self._known_author, question_filters,
+                       names_paper=lambda name: self._names_paper(focus[0] if focus else name))
         search = intent.query if query == question else parse(query, self._known_author).query
-        search = zh.retrieval_query(search)  # a Chinese question is searched by its English terms (rag.zh)
+        search = zh.retrieval_query(search)  # a Chinese question is searched by its English terms (rag.query.zh)
         given = (("decisions", decisions, intent.decisions), ("author", author, intent.author))
-        filters = {"decisions": decisions or intent.decisions, "author": author or intent.author,
+        filters = {"decisions": decisions or list(intent.decisions), "author": author or intent.author,
                    "from_question": [name for name, mine, theirs in given if theirs and not mine]}
         return Plan(intent, search, focus, filters, fallback)
 
@@ -541,17 +567,49 @@ class Engine:
         }
 
     def related(self, paper: str, k: int | None = None, decisions: Sequence[str] = ()) -> Related:
-        """The `k` papers nearest a paper (its id or title) by whole-paper vector (`rag.explore`), only those
+        """The `k` papers nearest a paper (its id or title) by whole-paper vector (`rag.explore.related`), only those
         with one of `decisions` when given."""
         return explorer(self.retriever).related(paper, k, decisions)
 
     def topics(self) -> TopicMap:
-        """The map of the collection and its topic clusters (`rag.topicmap`), built once per index content; while
-        a background ingest runs, the last one built (not a new map for every batch)."""
+        """The map of the collection and its topic clusters (`rag.explore.topicmap`), built once per index content;
+        while a background ingest runs, the last one built (not a new map for every batch)."""
         return topic_map(self, stale_ok=self.indexing.running)
 
     def is_empty(self) -> bool:
         return self.index.count() == 0
+
+    def require_index(self, empty_ok: bool = False) -> None:
+        """Raise a one-line RagError naming the fix when there is nothing to answer from: a `rag serve` holds this
+        embedded store (`rag.store.lock`), there is no index in the data dir (nothing is created there), or, unless
+        `empty_ok`, it holds no paper. Shells over an existing index call it first; a long-running one (`rag mcp`)
+        before every call, since a `rag serve` may have started on the store since."""
+        lock.check_free(self.settings, "open it")
+        if not self.settings.chroma_url and not self.settings.chroma_path.exists():
+            raise NoIndexError(f"there is no index in {self.settings.data_dir}: run `rag ingest PATH` first, or "
+                               "point --data-dir / RAG_DATA_DIR at an existing one")
+        if not empty_ok and self.is_empty():
+            raise NoIndexError(f"the index in {self.settings.data_dir} is empty; run `rag ingest PATH` first")
+
+    def search(self, query: str, k: int | None = None, decision: str | list[str] | None = None,
+               author: str | None = None) -> Search:
+        """The papers a query finds, best first, with their best-matching sentence, without writing an answer:
+        for callers that rank or show papers themselves (the MCP `search_papers` tool). The query is searched as
+        given (no question type, no filters read from its words); the input checks are those of `ask`."""
+        if not isinstance(query, str):
+            raise QuestionError("the query must be text.")
+        query, notices = clean_question(query)
+        k, author = check_k(k), check_author(author)
+        retriever = self.retriever
+        decisions = check_decisions(decision, set(retriever.state.decisions.tolist()) - {""})
+        params = RetrievalParams.from_settings(self.settings, k=k or self.settings.k, decisions=tuple(decisions),
+                                               author=author)
+        return Search(query, sources_from(retriever.retrieve(zh.retrieval_query(query), params)), notices)
+
+    def paper(self, id_or_title: str) -> StoredPaper:
+        """The paper an id, an OpenReview link or a title names (`rag.explore.related.find_paper`), or else
+        PaperNotFound."""
+        return find_paper(self.retriever.state.papers, id_or_title)
 
 
 def _ms(a: float, b: float) -> float:

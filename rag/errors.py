@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-MAX_LINE: int | None = None  # no cut by default: a message ends with its fix (e.g. the command to run)
-
-
 class RagError(Exception):
     """An expected failure; `str(exc)` says what happened and what to do."""
 
 
-def one_line(exc: BaseException, limit: int | None = MAX_LINE) -> str:
-    """The error's message on one line (whitespace collapsed), cut at `limit` characters if given."""
+def one_line(exc: BaseException, limit: int | None = None) -> str:
+    """The error's message on one line (whitespace collapsed), cut at `limit` characters if given (by default not:
+    a message ends with its fix, e.g. the command to run)."""
     text = " ".join(str(exc).split()) or type(exc).__name__
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 

@@ -7,6 +7,7 @@
 - `first_sentence`: the short preview of an untitled abstract.
 - `is_boilerplate`: "Code is available at https://...", which says nothing about the paper's content (3% of the
   bundled abstracts' sentences); retrieval scores such sentences lower so no answer quotes them for content.
+- `strip_bidi`: the bidi controls taken out of text shown on the page (cards, map), so no paper reorders it.
 
 NLTK's Punkt sentence tokenizer, as llama-index's `split_by_sentence_tokenizer` uses it (untrained parameters, so
 no data files), but called directly: it gives character spans, which the index needs to pool each sentence's
@@ -83,3 +84,32 @@ _BOILERPLATE = re.compile(
 def is_boilerplate(sentence: str) -> bool:
     """A sentence that points at code, data or a web page ("Our code is available at https://...")."""
     return bool(_BOILERPLATE.search(sentence))
+
+
+# Bidi embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069): a name with U+202E reverses the text
+# after it ("Alice \u202eecilA" reads "Alice Alice"), so a paper's text could make the app's own words around it
+# read otherwise. Right-to-left letters still show right to left without them (the Unicode bidi algorithm orders
+# them by their own direction); only the invisible controls go.
+BIDI_CONTROLS: dict[int, None] = dict.fromkeys([*range(0x202A, 0x202F), *range(0x2066, 0x206A)])
+
+
+def strip_bidi(text: str) -> str:
+    """`text` without bidi embedding, override and isolate controls (for display: never changes what is stored)."""
+    return text.translate(BIDI_CONTROLS)
+
+
+def link_label(url: str) -> str:
+    """What a paper's link is called: "OpenReview" for openreview.net only, else the link's host (in its ASCII
+    form, so a look-alike such as "openrevіew.net" with a Cyrillic і reads "xn--openrevew-…"), "" for no host."""
+    from urllib.parse import urlsplit
+
+    try:
+        host = (urlsplit(url.strip()).hostname or "").rstrip(".")
+    except ValueError:  # an unbalanced "[" in the host part
+        return ""
+    if host == "openreview.net" or host.endswith(".openreview.net"):
+        return "OpenReview"
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return strip_bidi(host)

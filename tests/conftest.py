@@ -22,7 +22,7 @@ from helpers import SEEDS, free_port  # noqa: E402  (after the environment is cl
 # Store-parametrized tests run against the embedded store and a real `chroma run`; the latter are marked `server`.
 SERVER = pytest.param("server", marks=pytest.mark.server)
 # Whole modules that start processes, run for a long time or sweep many inputs: `make test-fast` leaves them out.
-SLOW_MODULES = {"test_cli.py", "test_crash.py", "test_eval.py", "test_serve.py"}
+SLOW_MODULES = {"test_cli.py", "test_crash.py", "test_mcp.py", "test_eval.py", "test_serve.py"}
 # ... and single tests of other modules that spawn the CLI, wait out timeouts on purpose, or repeat a fast unit test
 # through the whole engine for every case (test_citations.py covers the same cases in milliseconds).
 SLOW_TESTS = {
@@ -44,13 +44,13 @@ SLOW_TESTS = {
 def _embed_each_input_once() -> None:
     """Many tests ingest the same seed files into a fresh store (embedded, on the server, beside other files, in
     other batches); the bundled embedder gives a text the same vector whatever it is batched with (ONNX on the CPU
-    is deterministic, and tests/test_embeddings.py checks that padding changes nothing), so in this process each
+    is deterministic, and tests/store/test_embeddings.py checks that padding changes nothing), so in this process each
     distinct text (with its spans, for late chunking) is embedded once and its vector reused: the stores, chunks
     and rankings are the same, without embedding the seeds a dozen times. `rag` subprocesses always embed, and an
-    embedder with `remember = False` (tests/test_embeddings.py, testing the embedder itself) always computes."""
+    embedder with `remember = False` (tests/store/test_embeddings.py, testing the embedder itself) always computes."""
     import numpy as np
 
-    from rag.embeddings import MiniLMEmbedding
+    from rag.store.embeddings import MiniLMEmbedding
 
     embed, embed_spans = MiniLMEmbedding.embed, MiniLMEmbedding.embed_spans
     MiniLMEmbedding.remember = True

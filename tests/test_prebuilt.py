@@ -1,6 +1,6 @@
-"""The shipped vectors of the bundled list (rag.prebuilt): they agree with the embedder, an ingest of bundled papers
-embeds nothing, anything else (another chunk setting, another embedder, an edited paper) is embedded, and the file
-matches the bundled data files and its README checksum."""
+"""The shipped vectors of the bundled list (rag.store.prebuilt): they agree with the embedder, an ingest of the bundled
+papers embeds nothing, anything else (another chunk setting, another embedder, an edited paper) is embedded, and the
+file matches the bundled data files and its README checksum."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 from helpers import ROOT
 
-from rag import prebuilt
-from rag.catalog import BUNDLED, WITH_ABSTRACTS, enrich
+from rag.store import prebuilt
+from rag.store.catalog import BUNDLED, WITH_ABSTRACTS, enrich
 from rag.config import Settings
-from rag.embeddings import MiniLMEmbedding
+from rag.store.embeddings import MiniLMEmbedding
 from rag.engine import Engine
-from rag.index import INGEST_BATCH, PaperIndex
-from rag.ingest import read_paths
+from rag.store.index import INGEST_BATCH, PaperIndex
+from rag.store.ingest import read_paths
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +131,8 @@ def test_the_shipped_file_matches_the_bundled_papers_and_settings(bundled):
     shipped = prebuilt.load()
     assert shipped is not None, "rag/data/iclr2025_vectors.npz is missing: run make data"
     defaults = Settings()
-    from rag.index import SENTENCE_FORMAT
-    from rag.embeddings import SHA256, MAX_TOKENS
+    from rag.store.index import SENTENCE_FORMAT
+    from rag.store.embeddings import SHA256, MAX_TOKENS
 
     assert shipped.meta["embedder"] == f"minilm:{SHA256['model.onnx'][:12]}:{MAX_TOKENS}"
     assert shipped.meta["chunking"] == f"{defaults.chunk_size}/{defaults.chunk_overlap}/{SENTENCE_FORMAT}"

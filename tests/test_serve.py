@@ -13,8 +13,8 @@ import pytest
 
 from helpers import DATA, ROOT, SEEDS, rag_cmd
 
-from rag import lock
 from rag.config import Settings
+from rag.store import lock
 from rag.engine import Engine
 
 
@@ -42,7 +42,7 @@ def test_a_second_process_adding_papers_to_the_same_store_is_refused_while_the_f
     engine = Engine(settings)
     engine.ingest([DATA / "papers_small.jsonl"])
     # Another process in the middle of an ingest (or of `rag eval` building its collection) holds the write lock.
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom rag import lock\nfrom rag.config "
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom rag.store import lock\nfrom rag.config "
                                "import Settings\nwith lock.writing(Settings(data_dir=sys.argv[1])):\n"
                                "    print('holding', flush=True); time.sleep(600)", str(settings.data_dir)],
                               stdout=subprocess.PIPE, text=True)

@@ -56,8 +56,8 @@ def test_the_wheel_holds_one_top_level_package_and_the_prompt_templates(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"rag"}
     for template in ("system", "answer", "condense"):
-        assert f"rag/prompt_templates/{template}.txt" in names
-    assert "rag/ui/app.py" in names and "rag/data/iclr2025.jsonl" in names
+        assert f"rag/generation/templates/{template}.txt" in names
+    assert "rag/web/app.py" in names and "rag/data/iclr2025.jsonl" in names
 
 
 def test_the_installed_wheel_answers_in_llm_mode_from_outside_the_checkout(venv, embedded_seed_engine, tmp_path):
@@ -66,7 +66,8 @@ def test_the_installed_wheel_answers_in_llm_mode_from_outside_the_checkout(venv,
     env = {**os.environ, "RAG_DATA_DIR": str(embedded_seed_engine.settings.data_dir),
            "RAG_COLLECTION": embedded_seed_engine.settings.collection, "RAG_LLM_MODEL": "fake-chat"}
     env.pop("PYTHONPATH", None)
-    where = subprocess.run([venv / "bin" / "python", "-c", "import rag.prompts, rag.ui.app; print(rag.__file__)"],
+    where = subprocess.run([venv / "bin" / "python", "-c",
+                            "import rag.generation.prompts, rag.web.app; print(rag.__file__)"],
                            capture_output=True, text=True, cwd=outside, env=env, timeout=300)
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).is_relative_to(venv), where.stdout  # the wheel's rag, not the checkout's
@@ -78,5 +79,6 @@ def test_the_installed_wheel_answers_in_llm_mode_from_outside_the_checkout(venv,
         assert "[1]" in result.stdout and "fallback" not in result.stdout.lower()
         prompt = server.last_messages()
     # The packaged templates made the prompt: the system prompt and the answer template around the sources.
-    assert prompt[0]["content"] == (ROOT / "prompts" / "system.txt").read_text(encoding="utf-8").strip()
+    template = ROOT / "rag" / "generation" / "templates" / "system.txt"
+    assert prompt[0]["content"] == template.read_text(encoding="utf-8").strip()
     assert '<source n="1">' in prompt[1]["content"] and SAE in prompt[1]["content"]

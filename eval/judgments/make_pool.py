@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rag.config import Settings
 from rag.engine import Engine
-from rag.evaluation import CONFIGS
+from rag.evaluation.harness import CONFIGS
 
 SETS = ("eval/questions/types_dev.jsonl", "eval/questions/types_heldout.jsonl")
 OUT = Path("/tmp/pool/list_pool.json")

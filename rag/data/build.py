@@ -5,7 +5,7 @@
 A maintainer's tool, run by hand when the corpus changes; the app never runs it and never reads CORPUS_DIR.
 - `iclr2025.jsonl`: a byte-for-byte copy of the corpus file (2,114 accepted papers with abstracts);
 - `iclr2025_no_abstract.jsonl`: the accepted papers of `iclr2025_metadata_only.jsonl` (decision "Accept (...)";
-  1,592 of its 9,558 records), each with `"has_abstract": false`, the form `rag.ingest` reads as a title-only
+  1,592 of its 9,558 records), each with `"has_abstract": false`, the form `rag.store.ingest` reads as a title-only
   paper. Rejected, withdrawn and desk-rejected submissions stay out: the app is about the accepted papers.
 """
 

@@ -5,7 +5,7 @@
 Run after any change to the bundled data files, the embedder or the chunk settings (a test fails until it is):
 it reads the bundled files (and the seed files of a clone, which `make run` ingests first) as `rag ingest` does,
 and sends every paper through `PaperIndex._embed`, the ingest's own chunking and late-chunking code, with the
-embedder wrapped in a `rag.prebuilt.Recorder`, so the file holds exactly the texts and spans an ingest embeds.
+embedder wrapped in a `rag.store.prebuilt.Recorder`, so the file holds exactly the texts and spans an ingest embeds.
 Nothing is written to a store. Default settings only (no RAG_* variables): those are what the file is keyed by.
 """
 
@@ -23,12 +23,12 @@ SEEDS = HERE.parent.parent / "seeds"  # a clone's seed files; absent from an ins
 
 
 def build(out: Path, dtype: str = "int8") -> dict[str, float]:
-    from rag import prebuilt
-    from rag.catalog import BUNDLED, enrich
+    from rag.store import prebuilt
+    from rag.store.catalog import BUNDLED, enrich
     from rag.config import Settings
-    from rag.embeddings import make_embedder
-    from rag.index import INGEST_BATCH, PaperIndex
-    from rag.ingest import read_paths
+    from rag.store.embeddings import make_embedder
+    from rag.store.index import INGEST_BATCH, PaperIndex
+    from rag.store.ingest import read_paths
 
     started = time.perf_counter()
     read = read_paths([*BUNDLED, *([SEEDS] if SEEDS.is_dir() else [])])
@@ -36,7 +36,7 @@ def build(out: Path, dtype: str = "int8") -> dict[str, float]:
         raise SystemExit("the bundled files have problems; fix them first:\n" + "\n".join(map(str, read.problems)))
     papers, _ = enrich(read.papers)
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(data_dir=Path(tmp))
+        settings = Settings.model_validate({"data_dir": Path(tmp)})  # defaults: no RAG_* variables
         embedder = make_embedder(settings)
         index = PaperIndex(settings, embedder)
         recorder = prebuilt.Recorder(embedder)

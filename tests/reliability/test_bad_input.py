@@ -15,7 +15,7 @@ import pytest
 from helpers import DATA, ROOT, rag_cmd, without_capabilities
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from rag.ingest import MIN_ABSTRACT_CHARS, normalize_text, read_paths, stable_id
+from rag.store.ingest import MIN_ABSTRACT_CHARS, normalize_text, read_paths, stable_id
 
 FUZZ = dict(deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
 PROBLEM_LINE = re.compile(r"^(?P<path>.+?)(?::(?P<line>\d+))?: (?P<reason>\S.*)$")

@@ -39,7 +39,7 @@ def llm():
 @pytest.fixture(scope="module")
 def service(tmp_path_factory, llm):
     """(base URL, engine, data dir) of the web app over seeds/ + 8 corpus papers + one injected abstract."""
-    from rag.ui.app import launch
+    from rag.web.app import launch
 
     base = tmp_path_factory.mktemp("service")
     (base / "injected.jsonl").write_text(json.dumps(INJECTED) + "\n")
@@ -124,7 +124,7 @@ def test_a_request_body_over_the_cap_is_refused_before_it_is_read(service):
     import http.client
     from urllib.parse import urlparse
 
-    from rag.ui.guard import MAX_BODY
+    from rag.web.guard import MAX_BODY
 
     url = urlparse(service[0])
     connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30)

@@ -18,8 +18,8 @@ import pytest
 from helpers import DATA, ROOT, api_ask, free_port, rag_cmd, short_abstracts, without_capabilities
 
 from rag.config import Settings
+from rag.store.index import INGEST_BATCH, StoreError
 from rag.engine import Engine
-from rag.index import INGEST_BATCH, StoreError
 
 Q = "protein structure generation"
 
@@ -45,7 +45,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def test_a_chroma_server_stopped_mid_session_is_a_clear_error_and_recovers(tmp_path):
-    from rag.ui.app import launch
+    from rag.web.app import launch
 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -161,8 +161,8 @@ CHECK = """
 import json, sys
 from collections import Counter
 from rag.config import Settings
+from rag.search.retrieve import RetrievalParams
 from rag.engine import Engine
-from rag.retrieve import RetrievalParams
 data_dir, n = sys.argv[1], int(sys.argv[2])
 engine = Engine(Settings(data_dir=data_dir))
 papers = engine.index.papers.get(include=["metadatas"])

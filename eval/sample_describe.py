@@ -1,0 +1,47 @@
+"""The paper order the describe sets were written from (issue 29): ids no other set uses, shuffled with a seed.
+
+    python eval/sample_describe.py [--seed 2929] [--show N]
+
+Every id any set in eval/questions/ other than the describe sets uses (gold, about, cited, relevant, pid;
+abstract-prefix gold resolved) is excluded; the remaining ids, sorted, are shuffled with random.Random(seed).
+describe_dev takes positions 0-59 (answerable) and 60-74 (near misses); describe_heldout 75-132, 134 and 150
+(answerable: 133, LaMPlace, was skipped because issue 29 itself quotes a question about it, so the team has read
+one) and 135-149 (near misses). Each question records its `position`. Prints position, id and title.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from eval.check_describe import ROOT, SETS, Corpus, used_elsewhere  # noqa: E402
+
+SEED = 2929
+
+
+def order(corpus: Corpus, seed: int = SEED) -> list[str]:
+    used = used_elsewhere({p.resolve() for p in SETS}, corpus)
+    ids = sorted(pid for pid, rec in corpus.records.items() if pid not in used and rec.get("abstract", "").strip())
+    random.Random(seed).shuffle(ids)
+    return ids
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=SEED)
+    parser.add_argument("--show", type=int, default=150)
+    parser.add_argument("--corpus", type=Path, default=ROOT / "rag" / "data" / "iclr2025.jsonl")
+    args = parser.parse_args()
+    corpus = Corpus(args.corpus)
+    ids = order(corpus, args.seed)
+    print(f"{len(ids)} eligible of {corpus.n}")
+    for i, pid in enumerate(ids[: args.show]):
+        print(i, pid, corpus.records[pid]["title"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Answering: scored papers -> the one `Answer` (records, abstention gate, extractive text, compose)."""

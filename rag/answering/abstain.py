@@ -1,0 +1,242 @@
+"""Abstention as a learned decision: a logistic regression over retrieval features says how likely it is that
+the retrieved papers do NOT answer the question.
+
+It owns the feature list (`features`, computed from a `rag.search.retrieve.Retrieval` alone) and reads the fitted
+weights from abstain_gate.json beside it, whose feature names must match (`load_gate`), so that they change
+together. The file is written by `python eval/train_abstain.py` (`make model`, scikit-learn),
+which fits them on questions GENERATED from the papers (answerable ones from titles and abstract sentences;
+unanswerable ones about topics whose key terms occur in no abstract, and about specific figures an abstract does
+not give), never on the question sets in eval/questions. numpy only at run time.
+
+Why these features: among 2,114 papers the best sentence's cosine (the old single signal) cannot tell "on topic"
+from "answers it"; what separates them is lexical evidence: a question term that no paper contains, the share of
+the question's terms the top papers contain, and whether a question asking for a figure meets a number next to
+its words.
+
+Figure questions ("What learning rate was used in X?", "How many GPUs did X need?") are on topic by construction:
+they name a real paper, so every retrieval signal says "covered". What tells them apart is the asked quantity
+itself: `asked_quantity` takes the words right after "how many / what / which ..." ("learning rate", "GPU hours",
+"teachers"), and two features read the top paper for them: `quantity_missing` (the share of those words its title
+and abstract lack: an abstract that never says "learning rate" cannot give one) and `quantity_number` (one of them
+stands within a few words of a number, digits or "eight": "56 teachers", "a score of only 18.4%"). An abstract
+that mentions the quantity without a figure ("we tune the learning rate") gives 1 / 0: still no answer. A
+quantity also counts under the names abstracts give it (ALIASES: "bitrate" as "4 kbit/s", "faster" as "2.3x",
+"accuracy" as a percentage): with them, false refusals on corpus_heldout_v2 (read, so a dev set since) went
+0.100 -> 0.075 at the same 0.836 refused on corpus_none_v3 + corpus_figures_v2.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from importlib import resources
+from typing import Any
+
+import numpy as np
+
+from rag.errors import RagError
+from rag.search.retrieve import Retrieval, tokenize
+
+RARE_SHARE = 0.01  # a term in at most this share of the papers is "rare"
+MIN_PAPERS = 1000  # the learned gate applies to collections at least this large (it was fitted on 2,114 papers)
+# A question asking for a specific figure: "how many", "what learning rate", "which GPU", "exact", ...
+FIGURE = re.compile(
+    r"\bhow (?:many|much|long|large|big|fast)\b|\bexact(?:ly)?\b|\bprecise(?:ly)?\b|\bwhat (?:was |is |were |are )?"
+    r"(?:the )?(?:\w+[ -]){0,3}(?:rate|size|values?|number|count|length|ratio|budget|temperature|score|fid|error|"
+    r"cost|time|hours?|seeds?|epochs?|steps?|parameters?|resolution|strength|accuracy|percentage|factor|threshold|"
+    r"coefficient|dimension|speedup|latency|throughput|bitrate|auc|miou|psnr|bleu|rmse|perplexity)\b|"
+    r"\bwhich (?:\w+[ -]){0,2}(?:gpus?|hardware|scanner|temperature|values?|version|licen[cs]e|checkpoint|"
+    r"optimizer|simulator)\b|\bnumber of\b", re.IGNORECASE)
+_DIGIT = re.compile(r"\d")
+
+FEATURES = [
+    "confidence",        # the best sentence's score (cosine + term overlap): the old single signal
+    "dense_top",         # cosine of the best chunk among the hits
+    "dense_margin",      # ... minus the second best paper's
+    "bm25_top_per_term",  # top BM25 score / number of question terms
+    "bm25_margin",       # (top - second) / top BM25 score
+    "cover_top1",        # share of the question's terms found in the top paper
+    "cover_top3",        # ... in any of the top 3 papers
+    "unknown_share",     # share of the question's terms that no paper contains
+    "any_unknown",       # 1 if any term occurs in no paper
+    "rare_missing",      # rare terms of the question missing from the top paper, over the question's terms
+    "asks_figure",       # the question asks for a specific figure
+    "figure_support",    # ... and the top paper has a sentence with a digit and the question's terms (share)
+    "quantity_missing",  # share of the asked quantity's words (asked_quantity) the top paper does not contain
+    "quantity_number",   # 1 if one of them stands within NEAR words of a number in the top paper's abstract
+]
+# The words of the asked quantity: after the question word, up to the first verb, preposition or conjunction;
+# "What is X's RMSE" skips to after the possessive.
+_ASK = re.compile(r"\b(?:how (?:many|much|long|large|big|fast)|what|which)\b(.*)", re.IGNORECASE)
+_LEAD = {"is", "was", "are", "were", "the", "a", "an", "exact", "exactly", "precise", "precisely", "total", "more",
+         "specific", "value", "values", "number", "kind", "type", "of"}
+_STOP = {"does", "do", "did", "is", "was", "are", "were", "has", "have", "had", "can", "could", "would", "will",
+         "should", "in", "on", "for", "of", "to", "with", "by", "from", "at", "over", "after", "before", "under",
+         "across", "per", "when", "and", "or", "that", "than", "it", "they", "this", "its", "their", "the", "use"}
+_WORD = re.compile(r"\d+(?:[.,]\d+)*%?|[^\W\d_][\w'’-]*")
+NUMBER_WORDS = {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+                "twenty", "thirty", "fifty", "hundred", "hundreds", "thousand", "thousands", "million", "millions",
+                "billion", "billions", "dozen", "dozens", "half", "twice", "double", "triple", "single"}
+NEAR = 4  # words between a quantity word and a number
+
+
+def asked_quantity(question: str) -> list[str]:
+    """The words naming what a figure question asks for ("What learning rate was used in X?" -> learning, rate;
+    "How many GPUs did X need?" -> GPUs); [] when the question asks for none."""
+    m = _ASK.search(question)
+    if not m:
+        return []
+    words = [w for w in _WORD.findall(m.group(1)) if not w[0].isdigit()]
+    while words and words[0].lower() in _LEAD:
+        words = words[1:]
+    out: list[str] = []
+    for w in words:
+        if w.lower() in _STOP or (out and w.lower().endswith("ed")):  # "How many annotators labelled ..."
+            break
+        if w.endswith(("'s", "’s")):  # "What is X's RMSE": the owner is the paper, the quantity follows
+            out = []
+            continue
+        out.append(w)
+    return out[:4]
+
+
+# What a quantity is called in an abstract when a question names it otherwise ("What bitrate ...?" against "at
+# 4 kbit/s", "How much faster ...?" against "a 2.3x speedup"): question word -> the abstract's words for it. "%"
+# stands for a number written with a percent sign, "x" for a factor ("2.3x", "3×"). Kept to units and plain
+# synonyms, so that a figure an abstract does not give does not find a stand-in.
+ALIASES: dict[str, tuple[str, ...]] = {
+    "bitrate": ("kbps", "kbit", "kb/s", "bps", "mbps", "bits", "bit"),
+    "accuracy": ("%", "accurate"), "accurate": ("%", "accuracy"),
+    "faster": ("x", "speedup", "speed", "acceleration"), "speedup": ("x", "faster", "speed"),
+    "speed": ("x", "speedup", "faster"),
+    "fewer": ("%", "x", "reduction", "reduces", "less"), "less": ("%", "x", "reduction", "reduces", "fewer"),
+    "reduction": ("%", "x", "fewer", "less", "reduces"), "improvement": ("%", "x", "improves", "gain"),
+    "big": ("parameters", "params", "billion", "million"), "parameters": ("params", "billion", "million"),
+    "memory": ("gb", "mb", "tb", "footprint"), "latency": ("ms", "milliseconds", "seconds"),
+    "long": ("hours", "minutes", "seconds", "days", "ms"), "time": ("hours", "minutes", "seconds", "days", "ms"),
+}
+_FORMS: dict[str, set[str]] = {
+    t: {a for alias in aliases for a in (tokenize([alias])[0] or [alias])}
+    for word, aliases in ALIASES.items() for t in tokenize([word])[0]}
+_FACTOR = re.compile(r"^(?:\d+(?:\.\d+)?)?[x×]$", re.IGNORECASE)
+
+
+def _forms(stem: str) -> set[str]:
+    return {stem} | _FORMS.get(stem, set())
+
+
+def _is_form(word: str, stems: list[str], forms: set[str]) -> bool:
+    """Whether one abstract word names the quantity (its stem, an alias, a percentage or a factor)."""
+    return bool(forms & set(stems)) or ("%" in forms and word.endswith("%")) or (
+        "x" in forms and bool(_FACTOR.match(word)))
+
+
+def _quantity_features(question: str, paper) -> tuple[float, float]:
+    """(share of the asked quantity's stems missing from the paper, under their own name or an ALIASES name;
+    1 if one of them sits within NEAR words of a number)."""
+    asked = {t for words in tokenize(asked_quantity(question)) for t in words}
+    if not asked or paper is None:
+        return 0.0, 0.0
+    words = _WORD.findall(paper.abstract if paper.has_abstract else "")
+    stems = tokenize(words) if words else []
+    title = {t for s in tokenize([paper.title]) for t in s}
+    forms = {a: _forms(a) for a in asked}
+    found = {a for a in asked if forms[a] & title or any(_is_form(w, s, forms[a]) for w, s in zip(words, stems))}
+    return len(asked - found) / len(asked), float(_near_number(words, stems, forms))
+
+
+def _near_number(words: list[str], stems: list[list[str]], forms: dict[str, set[str]]) -> bool:
+    """Whether a word naming one of the asked quantities (`forms`: stem -> its names) sits within NEAR words of a
+    number."""
+    named = [i for i, (w, s) in enumerate(zip(words, stems)) if any(_is_form(w, s, f) for f in forms.values())]
+    numbers = [i for i, w in enumerate(words) if w[0].isdigit() or w.lower() in NUMBER_WORDS]
+    return any(abs(i - j) <= NEAR for i in named for j in numbers)
+
+
+def gives_quantity(question: str, sentence: str) -> bool:
+    """Whether a sentence gives the figure a question asks for: a number within NEAR words of the asked
+    quantity's name or an ALIASES name ("How many parameters ...?" against "... up to 2.4 billion parameters")."""
+    asked = {t for words in tokenize(asked_quantity(question)) for t in words}
+    words = _WORD.findall(sentence)
+    if not asked or not words:
+        return False
+    return _near_number(words, tokenize(words), {a: _forms(a) for a in asked})
+
+
+def features(retrieval: Retrieval) -> np.ndarray:
+    """The feature vector of one retrieval, in the order of FEATURES."""
+    hits = retrieval.hits
+    terms = retrieval.terms
+    n = max(len(terms), 1)
+    top_tokens = [set(t) for t in tokenize([h.paper.search_text for h in hits[:3]])] if hits else []
+    top1 = top_tokens[0] if top_tokens else set()
+    union = set().union(*top_tokens) if top_tokens else set()
+    dense = sorted((h.dense for h in hits if h.dense is not None), reverse=True) + [0.0, 0.0]
+    bm25 = sorted((h.bm25 for h in hits if h.bm25 is not None), reverse=True) + [0.0, 0.0]
+    df = retrieval.term_df
+    rare_limit = max(2, RARE_SHARE * retrieval.corpus_size)
+    unknown = sum(1 for t in terms if df.get(t, 0) == 0)
+    rare_missing = sum(1 for t in terms if 0 < df.get(t, 0) <= rare_limit and t not in top1)
+    asks = bool(FIGURE.search(retrieval.question))
+    support = 0.0
+    if asks and hits and hits[0].paper.has_abstract:
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", hits[0].paper.abstract) if _DIGIT.search(s)]
+        for words in tokenize(sentences) if sentences else []:
+            support = max(support, len(terms & set(words)) / n)
+    return np.array([
+        retrieval.confidence, dense[0], dense[0] - dense[1], bm25[0] / n,
+        (bm25[0] - bm25[1]) / bm25[0] if bm25[0] > 0 else 0.0,
+        len(terms & top1) / n, len(terms & union) / n, unknown / n, float(unknown > 0), rare_missing / n,
+        float(asks), support,
+        *(_quantity_features(retrieval.question, hits[0].paper if hits else None) if asks else (0.0, 0.0)),
+    ], dtype=np.float64)
+
+
+class GateError(RagError):
+    """The gate's data file does not fit this code (another feature list, a missing value)."""
+
+
+GATE_FILE = "abstain_gate.json"  # beside this module, package data; written by eval/train_abstain.py
+
+
+def load_gate(text: str | None = None) -> dict[str, Any]:
+    """The fitted gate from its JSON file (or `text`): its feature names must be FEATURES, in order, and every
+    list as long, so weights fitted for other features are refused instead of silently misread."""
+    gate = json.loads(text if text is not None else resources.files("rag.answering").joinpath(GATE_FILE)
+                      .read_text(encoding="utf-8"))
+    if gate.get("features") != FEATURES:
+        raise GateError(f"rag/answering/{GATE_FILE} was fitted for the features {gate.get('features')}, not "
+                        f"{FEATURES}: refit it with `make model`.")
+    for name in ("mean", "scale", "weights"):
+        if len(gate.get(name) or []) != len(FEATURES):
+            raise GateError(f"rag/answering/{GATE_FILE}: '{name}' needs {len(FEATURES)} values; refit it with "
+                            "`make model`.")
+    return gate
+
+
+_GATE = load_gate()
+MEAN: list[float] = _GATE["mean"]
+SCALE: list[float] = _GATE["scale"]
+WEIGHTS: list[float] = _GATE["weights"]
+BIAS: float = _GATE["bias"]
+THRESHOLD: float = _GATE["threshold"]
+TRAINING: str = _GATE["training"]
+
+
+def probability(retrieval: Retrieval) -> float:
+    """How likely the retrieved papers do not answer the question (0..1); 0.0 when no model is fitted."""
+    if not WEIGHTS:
+        return 0.0
+    x = (features(retrieval) - np.asarray(MEAN)) / np.asarray(SCALE)
+    return float(1.0 / (1.0 + math.exp(-(float(x @ np.asarray(WEIGHTS)) + BIAS))))
+
+
+def refuses(retrieval: Retrieval, threshold: float | None = None) -> bool:
+    """The learned gate: refuse when the probability reaches `threshold` (None: the fitted THRESHOLD). Only over
+    collections of MIN_PAPERS or more: the model learnt what a term no paper contains means among 2,114 papers,
+    and in a small collection most words are missing (over the 38 seeds "cheaper" alone would refuse a question
+    the confidence gate answers rightly)."""
+    if not WEIGHTS or retrieval.corpus_size < MIN_PAPERS:
+        return False
+    return probability(retrieval) >= (THRESHOLD if threshold is None else threshold)

@@ -1,0 +1,136 @@
+"""Compose: the one answer step. Retrieved sources -> the text of an `Answer`, streamed.
+
+The policy, in one place:
+1. the retrieval says the collection does not cover the question (`should_abstain`) -> the abstention text;
+2. an LLM is configured (and the follow-up rewrite did not already fail) -> its answer, streamed through
+   `StreamFilter` (citation styles normalized, numbers it was not given removed and counted), accepted only if
+   it passes three checks: it is not empty; it cites a source or says the sources do not answer; and at least
+   one of its cited sentences is supported by the abstracts it cites (the support check). A failed check, or
+   the endpoint failing, falls back to step 3 with a `fallback_reason` (and a `Restart` if text was shown);
+3. otherwise the extractive answer for the question's type (`rag.query.intent`, `rag.answering.extractive.extractive`):
+the record for who/decision/link, a list or count with its bar, one line per paper for a comparison, else the best
+   sentences of the top papers, each cited.
+Step 1 differs for a comparison whose every side is found among the top papers (`rag.answering.compare.side_papers`):
+the question named both papers and the collection has them, so neither gate refuses it (they were made for
+questions about one paper); its answer has one line per side's paper. It also differs for a follow-up about the
+previous answer's papers (`Answer.focus`): the user chose the papers, so only a near-zero match is refused
+(FOCUS_FLOOR), and for a filter with no topic ("papers by X"), which lists every paper the filter lets through.
+
+Doubtful sentences of an accepted LLM answer are kept and listed in `Answer.unsupported`: an answer is discarded
+only when it is not from the sources at all. The engine owns everything around this step (input checks,
+retrieval, timings); the shells render what it yields.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator
+
+from rag.config import Settings
+from rag.query.intent import Intent
+from rag.search.retrieve import Retrieval
+from rag.generation import prompts
+from rag.generation.citations import StreamFilter
+from rag.generation.llm import ChatClient, Completion, LLMError
+from rag.answering.compare import side_papers
+from rag.answering.extractive import NO_ANSWER, RECORD_TYPES, abstention_text, extractive, should_abstain
+from rag.answering.records import Answer, Delta, Restart, Source
+
+# A follow-up about the previous answer's papers is answered from them unless its best sentence is below
+# FOCUS_FLOOR: `AnswerPolicy.focus_floor` (rag/config.py).
+
+#: (answer text, its sources) -> (cited sentences the cited abstracts do not support, sentences checked)
+SupportCheck = Callable[[str, list[Source]], tuple[list[str], int]]
+
+
+def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatClient | None,
+            templates: dict[str, str], check_support: SupportCheck, started: float, intent: Intent | None = None,
+            already_said: str = "") -> Iterator[Delta | Restart]:
+    """Fill `answer` (created with its question, sources, type and filters) and yield its text as it is
+    written. `already_said`: the previous answer, whose sentences a follow-up about its papers does not repeat."""
+    intent = intent or Intent()
+    focused = bool(answer.focus)  # a follow-up answered from the previous answer's papers
+    sides: list[int] = []  # the papers a comparison's sides name (hit indexes), when all are found
+    whole_list = not intent.has_topic and bool(answer.filters.get("decisions") or answer.filters.get("author"))
+    if focused:
+        # The user chose the papers; the question ("What data did they use?") is too vague for the collection-wide
+        # gate, so only a near-zero match (nothing of the abstract relates to it) is refused.
+        fresh = [s for s in retrieval.sentences if s.text not in already_said]
+        retrieval.sentences = fresh or retrieval.sentences
+        covered = answer.answer_type in RECORD_TYPES or (
+            bool(retrieval.sentences) and retrieval.sentences[0].score >= settings.policy.focus_floor)
+    else:
+        sides = side_papers(retrieval, intent.sides, settings.policy) if answer.answer_type == "compare" else []
+        covered = whole_list or bool(sides) or not should_abstain(retrieval, settings)
+    if not retrieval.hits or not covered:
+        answer.answer = (f"The abstract of “{answer.sources[0].title}” does not appear to say."
+                         if focused and answer.sources else abstention_text(answer.sources))
+        yield Delta(answer.answer)
+        return
+    if llm is not None and not answer.fallback_reason:
+        yield from _llm_answer(answer, llm, templates, check_support, started)
+    if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
+        if answer.fallback_reason:
+            answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
+                                  "showing sentences quoted from the abstracts instead.")
+        text, cited = extractive(retrieval, settings, answer.sources, answer.answer_type, intent.asked_decision,
+                                 whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
+                                 follow_up=focused)
+        by_n = {s.n: s for s in answer.sources}
+        answer.abstained = not cited
+        answer.answer = text if cited else abstention_text(answer.sources)
+        answer.citations = [by_n[n] for n in cited]
+        yield Delta(answer.answer)
+
+
+def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], check_support: SupportCheck,
+                started: float) -> Iterator[Delta | Restart]:
+    """The LLM's answer, if it passes the checks; else `answer.fallback_reason` says why and the text is empty."""
+    by_n = {s.n: s for s in answer.sources}
+    completion = Completion()
+    stream = StreamFilter(set(by_n))
+    streamed = False
+    try:
+        messages = [{"role": "system", "content": templates["system"]},
+                    {"role": "user", "content": prompts.fill(
+                        templates["answer"], sources=prompts.render_sources(answer.sources),
+                        question=answer.question, language=prompts.answer_language(answer.question))}]
+        for delta in llm.stream(messages, completion):
+            text = stream.feed(delta)
+            if text:
+                streamed = True
+                yield Delta(text)
+        tail, cleaned = stream.finish()
+        if tail:
+            yield Delta(tail)
+        if not cleaned.text.strip():
+            raise LLMError("the LLM endpoint returned an empty answer")
+        if not cleaned.cited and not NO_ANSWER.search(cleaned.text):
+            # Every claim must carry a citation; an answer citing nothing (a model that ignored the prompt, or
+            # obeyed instructions hidden in an abstract) is not shown as an answer.
+            raise LLMError("the LLM's answer cited none of the sources")
+        # The support check compares English embeddings (English abstracts, an English MiniLM): a sentence in
+        # Chinese, Japanese or Korean scores low whatever it says. Such an answer is neither checked nor
+        # discarded for it, and says so in its notices.
+        unchecked_language = prompts.language_of(cleaned.text)
+        unsupported, checked = ([], 0) if unchecked_language else check_support(cleaned.text, answer.sources)
+        if checked and len(unsupported) == checked:
+            # Citations on text that none of the cited abstracts supports (e.g. an injected instruction obeyed
+            # and given a [1]): not an answer from the sources.
+            raise LLMError("no sentence of the LLM's answer is supported by the sources it cites")
+    except LLMError as exc:
+        answer.fallback_reason = str(exc)
+        if streamed:
+            yield Restart(answer.fallback_reason)
+        return
+    answer.mode, answer.model, answer.answer = "llm", llm.model, cleaned.text.strip()
+    answer.fabricated = cleaned.fabricated
+    answer.citations = [by_n[n] for n in cleaned.cited]
+    answer.abstained = not cleaned.cited
+    answer.unsupported = unsupported
+    if unchecked_language:
+        answer.notices.append(f"The answer is in {unchecked_language}: its sentences were not checked against the "
+                              "abstracts they cite (the check compares English text).")
+    answer.usage = {"prompt_tokens": completion.usage.prompt_tokens,
+                    "completion_tokens": completion.usage.completion_tokens}
+    if completion.first_token_at is not None:
+        answer.timings["ttft_ms"] = round((completion.first_token_at - started) * 1000, 1)

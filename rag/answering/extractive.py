@@ -1,0 +1,293 @@
+"""Extractive answers: retrieved papers -> the text of an `Answer` (`rag.answering.records`) without an LLM, and
+the abstention bar.
+
+Extractive mode (the default, used when no LLM is configured) answers by question type (`rag.query.intent`): the
+record's authors, decision or link; a list or a count of the papers that pass the relevance bar, the bar stated;
+one line per paper for a comparison; otherwise the sentences of the top papers that best match the question,
+each followed by its [n], each paper's title named once.
+
+A title-only paper (`has_abstract` false: the bundled ICLR 2025 papers no source had an abstract for) is a source
+like any other, listed with its title, authors and link, but its `text` and `snippet` are empty: no answer quotes
+it, the confidence never comes from it (`rag.search.retrieve`), and the LLM is told it has no abstract
+(`rag.generation.prompts`).
+
+LLM mode (`Settings.llm_model` set): the sources go to the model numbered as here, its citations are checked
+(`rag.generation.citations`: numbers it was not given are removed and counted as `fabricated`), each cited sentence is
+checked against the abstracts it cites (`unsupported`), and "the sources do not contain an answer" maps to
+`abstained`. If the endpoint fails, the answer falls back to extractive mode with a `fallback_reason`.
+
+Abstention: the retrieval confidence is the score of the best sentence among the top papers (its cosine to the
+question plus the term-overlap bonus of `rag.search.retrieve`). Below `Settings.abstain_threshold` the collection most
+likely does not cover the question, so the answer says so, lists the nearest papers and cites nothing, unless
+the question names something (a rare, name-like word such as "Scylla" or "BirdSet") that the top paper contains.
+Calibration (`python eval/calibrate.py`, eval/questions/seeds_dev.jsonl over the 38 seed abstracts, named after
+their ICLR 2025 papers by `rag.store.catalog`: 85 answerable questions, 16 near-miss questions no abstract answers),
+with the stored late-chunked sentence vectors: at 0.47, 12/16 (0.75) unanswerable questions abstain and 3/85
+(3.5%) answerable ones are refused; 0.45 refuses 1.2% but abstains on 0.62; 0.50 abstains on 0.81 but refuses
+5.9%. (The value was chosen on an earlier seed set, 12 of whose 38 abstracts were not the user's: 0.69 at 4.7%
+there.) Confirmed over the 2,114-paper corpus (65 answerable, 20 unanswerable corpus questions): 0.65 abstention
+at 4.6% false refusals (the per-query sentence embeddings used before gave 0.45 at 3.1% there). The best chunk
+cosine alone separated worse. The same kind of set chose the value, so treat these as dev numbers; re-run after
+changing the embedder or chunking.
+
+A second, learned gate (`rag.answering.abstain`) also refuses when a logistic regression over retrieval features (a
+question term no paper contains, the share of the question's terms the top papers contain, BM25 and dense scores and
+margins, a figure asked for that no sentence with a number supports) gives at least its fitted threshold. It is
+fitted on questions generated from the papers (`make model`), not on the question sets; its fitted threshold and
+the trade-off it gives on each set are in abstain_gate.json and eval/README.md (`python eval/abstain_curve.py`);
+the figures are not repeated here, where they went stale. `RAG_ABSTAIN_MODEL_THRESHOLD` moves or disables it; it is
+used over collections of 1,000+ papers only (fitted at that scale).
+"""
+
+from __future__ import annotations
+
+import re
+
+from rag.config import Settings
+from rag.text import is_boilerplate
+from rag.search.retrieve import Retrieval, ScoredSentence
+from rag.text import link_label
+from rag.answering import abstain, explain as explain_order
+from rag.answering.records import Source
+
+# How many sentences from which papers (MAX_PER_PAPER, RELATIVE_FLOOR, LEAD, ONE_PAPER_*): `Settings.policy`
+# (`AnswerPolicy`, rag/config.py), each with the set and figure that chose it. Which of a one-paper answer's
+# sentences: its contribution sentence and the two after it when it has one (`rag.answering.explain.passage`).
+
+
+# How models say "not in the sources" (the answer prompt asks for the first wording).
+NO_ANSWER = re.compile(
+    r"sources do not contain an answer|(?:sources|abstracts|papers) (?:do|does) not (?:contain|mention|cover|"
+    r"address|discuss|say)|not (?:contained|mentioned|covered|addressed) in the (?:sources|abstracts)|"
+    r"cannot be answered (?:from|with|using) the (?:sources|abstracts)", re.IGNORECASE)
+
+
+def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
+    if not retrieval.hits:
+        return True
+    if retrieval.confidence < settings.abstain_threshold and not retrieval.named_match:
+        return True
+    return abstain.refuses(retrieval, settings.abstain_model_threshold)  # the learned gate (rag/answering/abstain.py)
+
+
+def abstention_text(sources: list[Source]) -> str:
+    text = "The collection does not appear to cover this question."
+    if sources:
+        nearest = "; ".join(f'"{s.title}"' for s in sources[:3])
+        text += f" The nearest papers are: {nearest}."
+    return text
+
+
+def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",
+               asked_decision: str = "", whole_list: bool = False, single_paper: bool = False,
+               compared: list[int] | None = None, follow_up: bool = False) -> tuple[str, list[int]]:
+    """The answer the records and abstracts give, by question type (`rag.query.intent`). Returns (text, cited numbers).
+
+    - authors / decision / link: from the record of the top paper (the one the question names);
+    - list / count / compare: one line per paper that passes the relevance bar (a sentence of its abstract
+      scores at least `abstain_threshold` against the question, a title-only paper its title, and its text holds
+      TOPIC_BAR of the question's topic), the bar stated;
+      `whole_list` (a filter with no topic: "papers by X") lists every paper found; a comparison whose sides were
+      found (`compared`: their hit indexes, `rag.answering.compare`) lists those papers;
+    - explain: the best sentences of the top papers, grouped by paper in abstract order, each paper's title
+      named once; only the top paper's when the question is about one paper (`single_paper`)."""
+    if not retrieval.hits:
+        return "", []
+    if answer_type in RECORD_TYPES:
+        return record_answer(answer_type, sources[0], asked_decision), [1]
+    if answer_type in ("list", "count", "compare"):
+        listed = listing(answer_type, retrieval, sources, settings, whole_list, compared)
+        if listed[1]:
+            return listed
+        # The collection covers the question (the gate let it through) but no single paper passes the bar on its
+        # own: quote the best sentences rather than refuse.
+    return explain(retrieval, sources, settings, single_paper, follow_up)
+
+
+RECORD_TYPES = ("authors", "decision", "link")
+# A listed or counted paper holds TOPIC_BAR of the question's topic and a sentence at SENTENCE_SHARE of the best
+# paper's: `AnswerPolicy.topic_bar` / `sentence_share` (rag/config.py).
+MAX_LISTED = 50  # papers a question can ask for, and a count checks at most (`rag.engine.MAX_K`)
+BULLET = "•"
+
+
+def record_answer(answer_type: str, source: Source, asked_decision: str = "") -> str:
+    """Who wrote it, how it was accepted, where to read it: the record's own fields, cited."""
+    title = f"“{source.title}” [{source.n}]"
+    if answer_type == "authors":
+        if not source.authors:
+            return f"The list gives no authors for {title}."
+        return (f"{title} is by {_names(source.authors)} (the list gives the authors in no particular "
+                "order).")
+    if answer_type == "link":
+        if not source.url:
+            return f"The list gives no link for {title}."
+        where = link_label(source.url)  # "OpenReview" for openreview.net only, else the link's host
+        return f"{title} is on OpenReview: {source.url}" if where == "OpenReview" else f"{title} is at {source.url}"
+    kind = _decision_kind(source.decision)
+    if not kind:
+        return f"The list gives no decision for {title}."
+    accepted = f"was accepted at ICLR 2025 as {'an' if kind == 'oral' else 'a'} {kind} ({source.decision})"
+    if asked_decision:
+        asked = _decision_kind(asked_decision)
+        if asked == kind:
+            return f"Yes: {title} {accepted}."
+        return f"No: {title} {accepted}, not as {'an' if asked == 'oral' else 'a'} {asked}."
+    return f"{title} {accepted}."
+
+
+def _relevance(hit) -> float:
+    return hit.snippet_score if hit.paper.has_abstract else (hit.dense or 0.0)
+
+
+def _pool(retrieval: Retrieval) -> list:
+    """The hits a list's bar is relative to: its own and, for a filtered list, those of the same search without
+    filters (`Retrieval.reference`): the best paper near the question in the whole collection sets the bar, else
+    "spotlights on X" would name the spotlights merely nearest to X."""
+    return retrieval.hits + (retrieval.reference.hits if retrieval.reference is not None else [])
+
+
+def sentence_bar(retrieval: Retrieval, settings: Settings) -> float:
+    """The score a list's paper's best sentence (a title-only paper: its title) must reach: `abstain_threshold`,
+    or SENTENCE_SHARE of the best paper's, whichever is higher."""
+    best = max((_relevance(hit) for hit in _pool(retrieval)), default=0.0)
+    return max(settings.abstain_threshold, settings.policy.sentence_share * best)
+
+
+def passes_bar(retrieval: Retrieval, settings: Settings, whole_list: bool = False) -> list[int]:
+    """The hits (indexes) a list or count names: those whose best sentence reaches `sentence_bar` and whose text
+    holds at least TOPIC_BAR of the share of the question's topic that the best-covered of them holds (a long,
+    descriptive question's words are never all in one abstract)."""
+    if whole_list:
+        return list(range(len(retrieval.hits)))
+    cutoff = sentence_bar(retrieval, settings)
+    near = [i for i, hit in enumerate(retrieval.hits) if _relevance(hit) >= cutoff]
+    best = max((hit.topical for hit in _pool(retrieval) if _relevance(hit) >= cutoff), default=0.0)
+    return [i for i in near if retrieval.hits[i].topical >= settings.policy.topic_bar * best]
+
+
+def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], settings: Settings,
+            whole_list: bool = False, compared: list[int] | None = None) -> tuple[str, list[int]]:
+    """One line per paper that passes the relevance bar: "• Title: its best sentence [n]." ("• Title [n]" for a
+    count); for a comparison, the papers its sides name (`compared`) if found. Empty when none passes."""
+    bar = sentence_bar(retrieval, settings)
+    indexes = passes_bar(retrieval, settings, whole_list)
+    passing = [sources[i] for i in indexes]
+    checked = len(retrieval.hits)
+    # Papers still passing among the last fifth of those checked, when as many were checked as asked for: the
+    # list goes on beyond them, so a count is a lower bound.
+    more = (not whole_list and checked >= retrieval.k and bool(indexes)
+            and indexes[-1] >= checked - max(1, checked // 5))
+    if answer_type == "compare":
+        passing = [sources[i] for i in compared] if compared else passing[:3]
+    if not passing:
+        return "", []
+    lines = []
+    for s in passing:
+        if answer_type == "count":
+            lines.append(f"{BULLET} {s.title} [{s.n}]")
+        elif s.has_abstract and s.snippet:
+            lines.append(f"{BULLET} {s.title}: {_cite(s.snippet, s.n)}")
+        else:
+            lines.append(f"{BULLET} {s.title} [{s.n}] (title only: the list has no abstract for it)")
+    n = len(passing)
+    papers, each = ("paper", "it has") if n == 1 else ("papers", "each has")
+    bar_text = (f"a sentence scoring at least {bar:.2f} against the question and {settings.policy.topic_bar:.0%} of "
+                "the key terms the best match has")
+    if whole_list:
+        head = f"{n} {papers} found:"
+    elif answer_type == "count":
+        head = (f"{'At least ' if more else ''}{n} {papers} in the list {'matches' if n == 1 else 'match'} this "
+                f"question ({each} {bar_text}; checked: the {checked} best-ranked papers):")
+    elif answer_type == "compare":
+        head = "Side by side, each paper's sentence closest to the question:"
+    else:
+        head = f"{n} {papers} {'matches' if n == 1 else 'match'} ({each} {bar_text}), with the sentence closest to it:"
+    lines = [head] + lines
+    if more and answer_type != "compare":
+        lines.append(f"(Papers ranked near the {checked}th checked still pass the bar, so there are likely more: "
+                     + ("ask about a narrower topic.)" if checked >= MAX_LISTED else "ask for more papers.)"))
+    return "\n".join(lines), [s.n for s in passing]
+
+
+def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, single_paper: bool = False,
+            follow_up: bool = False) -> tuple[str, list[int]]:
+    """The best sentences of the top papers (at most MAX_PER_PAPER each, none below RELATIVE_FLOOR of the best),
+    grouped by paper in rank order, in each abstract's own order, the paper's title named once; or, when one paper
+    answers (the question names it, it clearly leads (LEAD), or only its sentences pass), its contribution
+    sentence and the ones after it (`rag.answering.explain.passage`), unless the question is a `follow_up` about the
+    previous answer's paper ("What data did they use?"): that asks for something specific, and the passage would
+    restate what the first answer said."""
+    ranked = retrieval.sentences  # the best sentences of the top papers, best first
+    if not _ASKS_FOR_CODE.search(retrieval.question):  # "Code is available at ..." answers only a question for it
+        ranked = [s for s in ranked if not is_boilerplate(s.text)] or ranked
+    quotable = ranked
+    if not ranked:
+        return "", []
+    one = None  # the paper the answer quotes alone, if any
+    if retrieval.named_match:  # the question names it ("What is CURIE?"): the paper found to contain the name
+        one = next((i for i, hit in enumerate(retrieval.hits) if hit.paper.has_abstract), None)
+    elif single_paper or leads(ranked, settings.policy.lead):
+        one = ranked[0].paper_index
+    single_paper = one is not None and any(s.paper_index == one for s in ranked)
+    if single_paper:
+        ranked = [s for s in ranked if s.paper_index == one]
+    policy = settings.policy
+    per_paper_limit = policy.one_paper_sentences if single_paper else policy.max_per_paper
+    floor = (policy.one_paper_floor if single_paper else policy.relative_floor) * ranked[0].score
+    chosen: list[ScoredSentence] = []
+    per_paper: dict[int, int] = {}
+    for sentence in ranked:
+        if len(chosen) >= settings.max_answer_sentences or sentence.score < floor:
+            break
+        if per_paper.get(sentence.paper_index, 0) >= per_paper_limit:
+            continue
+        per_paper[sentence.paper_index] = per_paper.get(sentence.paper_index, 0) + 1
+        chosen.append(sentence)
+    # one paper: its contribution and what follows; several: each one's sentences that say what it did
+    # (rag.answering.explain)
+    one_paper = len({s.paper_index for s in chosen}) == 1 and not follow_up
+    window = explain_order.passage(retrieval, chosen[0].paper_index, quotable) if one_paper else []
+    chosen = window[:settings.max_answer_sentences] or explain_order.within_papers(retrieval, chosen, quotable)
+    if one_paper:  # ... and the sentence holding the figure or result the question asks for, if not quoted yet
+        chosen = explain_order.with_asked(retrieval, chosen, quotable)
+    paragraphs = []
+    for paper_index in dict.fromkeys(s.paper_index for s in chosen):
+        mine = sorted((s for s in chosen if s.paper_index == paper_index),
+                      key=lambda s: _sentence_position(retrieval, s))
+        source = sources[paper_index]
+        quoted = " ".join(_cite(s.text, paper_index + 1) for s in mine)
+        paragraphs.append(f"{source.title}: {quoted}" if source.has_title else quoted)
+    cited = list(dict.fromkeys(s.paper_index + 1 for s in chosen))
+    return "\n\n".join(paragraphs), cited
+
+
+_ASKS_FOR_CODE = re.compile(r"\b(?:code|github|repo|repository|implementation|website|project\s+page|link|url|"
+                            r"download|released?|open[- ]source[ds]?|available)\b", re.IGNORECASE)
+
+
+def leads(ranked: list[ScoredSentence], lead: float) -> bool:
+    """Whether the paper of the best sentence answers alone: its best sentence beats every other paper's best by
+    LEAD (the question is about that paper, so other papers' sentences would only dilute the answer)."""
+    others = [s.score for s in ranked if s.paper_index != ranked[0].paper_index]
+    return bool(ranked) and (not others or ranked[0].score - max(others) >= lead)
+
+
+def _names(authors: list[str]) -> str:
+    return authors[0] if len(authors) == 1 else ", ".join(authors[:-1]) + " and " + authors[-1]
+
+
+def _decision_kind(decision: str) -> str:
+    return next((k.lower() for k in ("Oral", "Spotlight", "Poster") if k.lower() in decision.lower()), "")
+
+
+def _sentence_position(retrieval: Retrieval, sentence) -> int:
+    return retrieval.hits[sentence.paper_index].paper.abstract.find(sentence.text)
+
+
+def _cite(sentence: str, n: int) -> str:
+    """'X does Y.' -> 'X does Y [n].' so the citation sits inside the sentence it supports."""
+    sentence = sentence.rstrip()
+    if sentence.endswith((".", "!", "?")):
+        return f"{sentence[:-1]} [{n}]{sentence[-1]}"
+    return f"{sentence} [{n}]"

@@ -1,0 +1,1 @@
+"""Evaluation: question sets -> metrics per retrieval configuration, through `Engine.ask`."""

@@ -1,0 +1,1 @@
+"""Explore: the collection around a paper (related papers) and as a whole (the topic map)."""

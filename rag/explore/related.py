@@ -1,0 +1,169 @@
+"""Explore: the papers nearest a paper ("what else is like this one?"), and finding a paper by id or title.
+
+A paper's neighbours are ranked by the cosine of whole-paper vectors: the `<collection>-papers` records of
+`rag.store.index` hold, for every paper, the normalized mean of its chunk vectors. They are read from the store once per
+corpus (the retriever's `state`, replaced on every refresh after an ingest) into one [papers, dim] matrix, so a
+related query is one matrix-vector product (under a millisecond for 2,114 papers) and never embeds anything.
+
+`find_paper` resolves what a user typed (`rag related`, the `/related` API): a paper id; a title, compared with
+case, punctuation and spacing ignored; or a part of a title that only one paper has. Anything else is a
+`PaperNotFound` whose one line says what to give instead.
+
+How good the neighbours are is measured by `rag eval` (`rag.evaluation.harness.related_recall`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import threading
+import weakref
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from rag.errors import RagError, whole_number
+from rag.text import plain
+from rag.store.index import StoredPaper
+
+DEFAULT_K = 5
+MAX_K = 50
+_IN_LIMIT = 500
+_OPENREVIEW = re.compile(r"openreview\.net/(?:forum|pdf)\?id=([\w-]+)")
+
+
+class PaperNotFound(RagError, ValueError):
+    """No single paper matches what the user gave; the message says what to give instead."""
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    paper: StoredPaper
+    score: float  # cosine similarity of the whole-paper vectors
+
+
+@dataclass(frozen=True)
+class Related:
+    """A paper and its nearest papers, best first (itself excluded)."""
+
+    paper: StoredPaper
+    related: list[Neighbour]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"paper": paper_dict(self.paper),
+                "related": [{**paper_dict(n.paper), "score": round(n.score, 4)} for n in self.related]}
+
+
+def paper_dict(paper: StoredPaper) -> dict[str, Any]:
+    """The fields a card shows (JSON of `rag related`, `/related`, the page's cards)."""
+    return {"paper_id": paper.paper_id, "title": paper.title or paper.label, "authors": list(paper.authors),
+            "decision": paper.decision, "url": paper.url, "venue": paper.venue, "abstract": paper.abstract,
+            "has_abstract": paper.has_abstract}
+
+
+def check_k(k: Any) -> int:
+    """How many related papers a caller asked for: DEFAULT_K when not given, else a whole number 1..MAX_K."""
+    return DEFAULT_K if k is None else whole_number(k, MAX_K, "related papers to list", PaperNotFound)
+
+
+class Explorer:
+    """The whole-paper vectors of one corpus, as a matrix in the retriever's paper order."""
+
+    def __init__(self, retriever: Any) -> None:
+        self.retriever = retriever
+        self.state: Any = None
+        self.vectors = np.zeros((0, 0), dtype=np.float32)
+        self._lock = threading.Lock()
+
+    def _load(self) -> tuple[Any, np.ndarray]:
+        """The current corpus and its paper vectors (read again from the store after a refresh)."""
+        with self._lock:
+            state = self.retriever.state
+            if state is not self.state:
+                ids = [p.paper_id for p in state.papers]
+                found: dict[str, Any] = {}
+                for start in range(0, len(ids), _IN_LIMIT):
+                    got = self.retriever.index.papers.get(ids=ids[start:start + _IN_LIMIT], include=["embeddings"])
+                    found.update(zip(got["ids"], got["embeddings"]))
+                dim = len(next(iter(found.values()))) if found else 0
+                matrix = np.zeros((len(ids), dim), dtype=np.float32)
+                for i, pid in enumerate(ids):
+                    if pid in found:
+                        matrix[i] = found[pid]
+                norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+                self.vectors = matrix / np.maximum(norms, 1e-12)
+                self.state = state
+            return self.state, self.vectors
+
+    def related(self, query: str, k: Any = None, decisions: Sequence[str] = ()) -> Related:
+        """The `k` papers nearest the paper `query` names (id or title), best first; with `decisions`, only papers
+        with one of them ("Which orals are related to X?")."""
+        k = check_k(k)
+        state, vectors = self._load()
+        paper = find_paper(state.papers, query)
+        i = state.position[paper.paper_id]
+        # einsum, not `@`: a matrix-vector product through the threaded BLAS took 15 ms on this busy 2-core machine
+        # (its threads wait for each other), einsum 0.3 ms.
+        scores = np.einsum("ij,j->i", vectors, vectors[i])
+        scores[i] = -np.inf
+        if decisions:
+            scores[~np.isin(state.decisions, list(decisions))] = -np.inf
+        order = np.argsort(-scores, kind="stable")[:k]
+        return Related(paper, [Neighbour(state.papers[j], float(scores[j])) for j in order if np.isfinite(scores[j])])
+
+    def matrix(self) -> tuple[list[StoredPaper], np.ndarray]:
+        """Every paper and its unit vector (the topic map's input)."""
+        state, vectors = self._load()
+        return state.papers, vectors
+
+
+_EXPLORERS: "weakref.WeakKeyDictionary[Any, Explorer]" = weakref.WeakKeyDictionary()
+_EXPLORERS_LOCK = threading.Lock()
+
+
+def explorer(retriever: Any) -> Explorer:
+    """The one `Explorer` of a retriever (made on first use)."""
+    with _EXPLORERS_LOCK:
+        found = _EXPLORERS.get(retriever)
+        if found is None:
+            found = _EXPLORERS[retriever] = Explorer(retriever)
+        return found
+
+
+def find_paper(papers: list[StoredPaper], query: Any) -> StoredPaper:
+    """The paper `query` names: its id or OpenReview link, its title (case, punctuation and spacing ignored), a
+    part of its title no other paper has, or else a title within a few typos of it. Raises PaperNotFound
+    otherwise."""
+    if not isinstance(query, str) or not query.strip():
+        raise PaperNotFound("give a paper id or title (e.g. one of the ids `rag ask --json` lists in `sources`).")
+    text = " ".join(query.split())
+    if len(text) > 500:
+        raise PaperNotFound(f"the paper id or title is too long ({len(text):,} characters; at most 500).")
+    link = _OPENREVIEW.search(text)  # the link a card shows: https://openreview.net/forum?id=<id>
+    text = link.group(1) if link else text
+    for paper in papers:
+        if paper.paper_id == text:
+            return paper
+    wanted = plain(text)
+    if not wanted:
+        raise PaperNotFound(f"no paper has the id or title {text[:80]!r}: give a paper id or words of its title.")
+    titles = [plain(p.title or p.label) for p in papers]
+    exact = [p for p, t in zip(papers, titles) if t == wanted]
+    if len(exact) == 1:
+        return exact[0]
+    within = exact or [p for p, t in zip(papers, titles) if wanted in t]
+    if len(within) == 1:
+        return within[0]
+    if len(within) > 1:
+        shown = "; ".join(f"{p.paper_id} ({(p.title or p.label)[:60]})" for p in within[:3])
+        raise PaperNotFound(f"{len(within)} papers have {text[:60]!r} in their title, e.g. {shown}: give more of "
+                            "the title or the paper id.")
+    close = difflib.get_close_matches(wanted, titles, n=2, cutoff=0.85)
+    if len(close) == 1 or (close and close[0] != close[1] and difflib.SequenceMatcher(
+            None, wanted, close[0]).ratio() - difflib.SequenceMatcher(None, wanted, close[1]).ratio() > 0.05):
+        return papers[titles.index(close[0])]
+    raise PaperNotFound(f"no paper has the id or title {text[:80]!r}: give a paper id (`rag ask --json` lists them "
+                        "in `sources`) or more words of its title.")
+

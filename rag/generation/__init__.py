@@ -1,0 +1,1 @@
+"""Generation: the LLM client, prompt templates, citations and their support, endpoints and cost."""

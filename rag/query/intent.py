@@ -1,0 +1,237 @@
+"""Intent: what kind of answer a question asks for, which filters its words set, and what is left to search.
+
+Researchers ask the same few kinds of questions of a paper list, and each has an answer the records give better
+than quoted sentences: who wrote X (the authors field), was X an oral (the decision), where can I read X (the
+link), which papers / are there papers on X (a list), how many papers on X (a count with its bar), how do X and
+Y differ (one line per paper), which topics have the most orals (the topic clusters, `rag.explore.topicmap`), and what /
+how / why about a paper (its best sentences), which papers are related to X (its nearest papers, `rag.explore.related`).
+Filters come in words too: "orals on X", "spotlight papers about
+Y", "papers by Yoshua Bengio", "posters from ICLR 2025 on Z".
+
+Detection is a handful of patterns, in this one module, so it can be read and explained; `rag ask --json`
+reports the type chosen (`answer_type`) and the filters (`filters`). A name after "by" becomes an author filter
+only if an author of the collection has that name (the caller passes `known_author`), so "by a large margin"
+stays part of the search. Anything not recognized is "explain", which answers like before.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+TYPES = ("authors", "decision", "link", "count", "topics", "related", "list", "compare", "explain")
+
+_PAPER = r"(?:paper|papers|work|works|article|articles|study|studies|publication|publications)"
+# What the rest of the question names: "the paper about X", "the work on X", "X".
+_ABOUT = rf"(?:(?:the|a|that|this)\s+)?(?:{_PAPER}\s+)?(?:(?:about|on|called|titled|named|that|which|proposing)\s+)?"
+
+_TYPE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    ("authors", re.compile(
+        rf"^(?:who\s+(?:studied|proposed|introduced|developed|presented|showed|built|created|designed|wrote|authored|"
+        rf"are\s+the\s+authors\s+of|were\s+the\s+authors\s+of|is\s+the\s+author\s+of|"
+        rf"is\s+behind|are\s+behind)|(?:what\s+are\s+|list\s+|give\s+me\s+|name\s+)?the\s+authors?\s+of|"
+        rf"authors?\s+of)\s+{_ABOUT}", re.I)),
+    ("link", re.compile(
+        rf"^(?:where\s+can\s+i\s+(?:read|find|get|download)|(?:give\s+me\s+|what\s+is\s+)?(?:the\s+)?"
+        rf"(?:link|url|openreview\s+(?:link|page|url))\s+(?:to|for|of))\s+{_ABOUT}", re.I)),
+    ("count", re.compile(rf"^how\s+many\s+(?:\w+\s+)?(?:{_PAPER}|orals|spotlights|posters)\b"
+                         rf"(?:\s+(?:are|were|is|in\s+the\s+list|at\s+iclr(?:\s+2025)?))*"
+                         rf"(?:\s+(?:about|on|use|using|that|which|address|study|propose))?\s*", re.I)),
+    # "which topics have the most orals?", "what are the main topics?": answered from the topic clusters
+    # (rag.explore.topicmap), not by a search. Only the words topic(s), theme(s), cluster(s) and research area(s) count:
+    # "which areas of robotics ..." stays a search.
+    ("topics", re.compile(
+        r"^(?:(?:which|what)\s+(?:are\s+the\s+)?(?:(?:main|big|biggest|largest|major|top|popular|hot|hottest|common|key|"
+        r"\d+)\s+){0,2}(?:topics|themes|clusters|research\s+areas)\b|"
+        r"(?:list|show|give)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?(?:\w+\s+)?(?:topics|themes|clusters|research\s+areas)\s*"
+        r"(?:$|\?|of\s+(?:the\s+)?(?:collection|list|conference|papers)))|"
+        r"\b(?:which|what)\s+(?:topic|theme|cluster|research\s+area)\s+(?:has|had|have|gets?|got)\b", re.I)),
+    ("compare", re.compile(r"\bcompare\s+.+\s+(?:and|with|to)\s+\S|\bcomparison\s+(?:of|between)\s+.+\s+and\s+\S|"
+                           r"\b(?:versus|vs\.?)\s+\S|\bdiffer(?:ence|ences)?\s+between\b|\bdiffers?\s+from\b|"
+                           r"^how\s+(?:do|does)\s+.+\s+(?:and|from)\s+.+\s+differ\b", re.I)),
+    ("list", re.compile(
+        rf"^(?:(?:which|what)\s+(?:\w+\s+)?(?:{_PAPER}|orals|spotlights|posters)|(?:list|show|find|give)\s+(?:me\s+)?"
+        rf"(?:all\s+)?(?:the\s+)?(?:\w+\s+)?(?:{_PAPER}|orals|spotlights|posters)|are\s+there\s+(?:any\s+)?"
+        rf"(?:\w+\s+)?(?:{_PAPER}|orals|spotlights|posters)|is\s+there\s+(?:any\s+)?(?:a\s+)?(?:{_PAPER}|research)|"
+        rf"(?:papers|works|orals|spotlights|posters)(?:\s+(?:on|about|using|that|for)\b|\s*$))", re.I)),
+]
+# The words of a list question that only say "a list, please": left out of the search, like "who wrote".
+_LIST_LEAD = re.compile(
+    rf"^(?:{_PAPER}|(?:which|what)\s+(?:\w+\s+)?{_PAPER}|(?:list|show|find|give)\s+(?:me\s+)?(?:all\s+)?(?:the\s+)?"
+    rf"(?:\w+\s+)?{_PAPER}|are\s+there\s+(?:any\s+)?(?:\w+\s+)?{_PAPER}|is\s+there\s+(?:any\s+)?(?:a\s+)?"
+    rf"(?:{_PAPER}|research))\s+(?:(?:are|were|is|at\s+iclr)\s+)?(?:(?:on|about|that|which|for|in|using|use|uses|"
+    rf"propose|proposes|study|studies|address|addresses|tackle|tackles)\s+)?", re.I)
+
+# The same kinds asked in Chinese (the seed files are headed "ICLR 2025 论文列表"). Checked after the English ones.
+_ZH_TYPES = [("authors", re.compile(r"作者|谁写")), ("link", re.compile(r"链接|网址|在哪里?(?:可以)?(?:读|看|找)")),
+             ("count", re.compile(r"多少篇|几篇|多少个?(?:工作|研究)")),
+             ("compare", re.compile(r"比较|对比|区别|差异|不同之处")),
+             ("list", re.compile(r"哪些|有没有|有什么|列出|列举"))]
+
+_DECISION_TYPE = re.compile(
+    rf"^(?:(?:is|was)\s+(?P<subject>.+?)\s+(?:accepted\s+as\s+)?(?:an?\s+)?(?P<asked>oral|spotlight|poster)"
+    rf"(?P<either>(?:,?\s+(?:or\s+)?(?:an?\s+)?(?:oral|spotlight|poster))+)?(?:\s+(?:paper|presentation))?(?:\s+at\s+iclr(?:\s+2025)?)?\s*\??$|"
+    rf"how\s+was\s+(?P<subject2>.+?)\s+accepted(?:\s+at\s+iclr(?:\s+2025)?)?\s*\??$|"
+    rf"what\s+(?:was|is)\s+the\s+(?:decision|acceptance\s+decision|outcome)\s+(?:for|on|of)\s+{_ABOUT})", re.I)
+
+# Decision words that describe papers ("orals", "oral papers", "accepted as a spotlight"), not a topic ("oral
+# health" stays a search term).
+_DECISION_WORDS = {"oral": "Accept (Oral)", "spotlight": "Accept (Spotlight)", "poster": "Accept (Poster)",
+                   "口头报告": "Accept (Oral)", "口头": "Accept (Oral)", "亮点": "Accept (Spotlight)",
+                   "海报": "Accept (Poster)"}
+_DECISION = re.compile(r"(?P<zh>口头报告|口头|亮点|海报)(?:论文|文章)?|"
+                       r"\b(?:(?P<plural>orals|spotlights|posters)\b|(?P<noun>oral|spotlight|poster)\s+"
+                       r"(?:papers?|works?|presentations?|talks?)\b|accepted\s+as\s+(?:an?\s+)?"
+                       r"(?P<as>oral|spotlight|poster)s?\b)", re.I)
+_AUTHOR = re.compile(r"\b(?:written\s+|authored\s+|co-?authored\s+)?by\s+(?P<name>(?:[A-Z][\w'’.-]*\.?\s+){0,3}"
+                     r"[A-Z][\w'’-]+)")
+_PUBLISHED = re.compile(r"^what\s+(?:did|has)\s+(?P<name>(?:[A-Z][\w'’.-]*\.?\s+){1,3}[A-Z][\w'’-]+)\s+"
+                        r"(?:publish|present|write|have)\b", re.I)
+_VENUE = re.compile(r"\s*\b(?:from|at|in|of|for)\s+(?:the\s+)?iclr(?:\s*'?(?:20)?25)?\b|\biclr\s*(?:20)?25\b", re.I)
+
+
+# The two sides of a comparison, as written: "compare X with Y", "the difference between X and Y", "how do X and Y
+# differ", "how does X differ from Y", "X vs Y". `rag.answering.compare` looks for the paper each side names.
+_SIDES = [re.compile(p, re.I) for p in (
+    r"\bcompare\s+(?P<a>.+?)\s+(?:and|with|to|against)\s+(?P<b>.+)",
+    r"\bcomparison\s+(?:of|between)\s+(?P<a>.+?)\s+(?:and|with|to)\s+(?P<b>.+)",
+    r"\bdiffer(?:ence|ences)?\s+between\s+(?P<a>.+?)\s+and\s+(?P<b>.+)",
+    r"^how\s+(?:do|does|did)\s+(?P<a>.+?)\s+(?:and|from)\s+(?P<b>.+?)\s+differ\b",
+    r"^how\s+(?:do|does|did)\s+(?P<a>.+?)\s+differ\s+from\s+(?P<b>.+)",
+    r"(?:^|[:;,]\s*)(?P<a>[^:;,?]+?)\s+differs?\s+from\s+(?P<b>.+)",
+    r"(?:^|[:;,]\s*)(?P<a>[^:;,?]+?)\s+(?:versus|vs\.?)\s+(?P<b>.+)")]
+_SIDE_END = re.compile(r"\s*(?:[:;,?!]|\.(?:\s|$)|\s+(?:in\s+(?:how|what|terms\s+of|their)|when|on\s+how)\b).*$", re.I)
+_SIDE_LEAD = re.compile(rf"^(?:(?:the|a|an)\s+)?(?:{_PAPER}\s+(?:on|about|called|titled|proposing)\s+)?", re.I)
+
+
+def comparison_sides(text: str) -> list[str]:
+    """The things a comparison compares, as written ("Palu", "the Forgetting Transformer"); [] if not found."""
+    for pattern in _SIDES:
+        found = pattern.search(text.strip())
+        if found:
+            sides = [_SIDE_LEAD.sub("", _SIDE_END.sub("", found.group(side).strip())) for side in ("a", "b")]
+            return sides if all(sides) else []
+    return []
+
+
+_GENERIC = set("""paper papers work works article articles study studies publication publications research what which
+did does has have had publish published present presented write wrote written the and for all any list show find
+give are there was were iclr about with from his her their its""".split())
+
+
+@dataclass(frozen=True)
+class Intent:
+    """What one question asks, read once (`parse`) and never changed: every answerer reads this, none re-reads the
+    question for it."""
+
+    type: str = "explain"
+    query: str = ""  # what to search: the question without its type words and filter phrases
+    decisions: tuple[str, ...] = ()  # set by the question's words
+    author: str | None = None  # set by the question's words
+    asked_decision: str = ""  # "is X an oral?": the decision asked about ("Accept (Oral)")
+    # False when the words left say nothing but "papers" ("papers by X", "what did X publish"): then a filter
+    # alone chooses the papers, and every paper it lets through is listed.
+    has_topic: bool = True
+    sides: tuple[str, ...] = ()  # a comparison's sides as written ("Palu", "MatryoshkaKV")
+    fewest: bool = False  # "which topics have the fewest orals?": the least first (a topics question)
+
+
+# "Which papers are related to X?", "papers similar to X", "what else is like X?": X's nearest papers. X is what
+# follows, quotes and "the paper" around it dropped; the engine searches the words instead when X names no paper.
+# "Which orals are related to X?" keeps X's nearest orals (the decision words become the filter).
+_KIND = r"(?:oral|spotlight|poster)s?"
+_SUBJECT = rf"(?:{_KIND}(?:\s+{_PAPER})?|{_PAPER})"
+_RELATED = re.compile(
+    rf"^(?:(?:which|what)\s+(?:other\s+)?{_SUBJECT}\s+(?:are\s+|is\s+)?(?:most\s+)?(?:related|similar|closest|close)\s+"
+    rf"to|(?:find|show|list|give)\s+(?:me\s+)?(?:other\s+)?{_SUBJECT}\s+(?:related|similar)\s+to|(?:other\s+)?"
+    rf"{_SUBJECT}\s+(?:related|similar)\s+to|what\s+else\s+is\s+(?:like|similar\s+to))\s+(?P<paper>.+)", re.I)
+_QUOTES = "\"'“”‘’«»「」"
+
+
+# Greetings and requests around a question ("Hey, which papers ...?", "Can you please list ...", "I want papers
+# about ..."): left out before the type is read, else the patterns above, anchored at the question's start, miss it.
+_POLITE = re.compile(r"^(?:(?:hey|hi|hello|ok|okay|so|well|please|pls|thanks)[\s,!.:;]+|(?:can|could|would|will)\s+"
+                     r"you\s+(?:please\s+)?|i\s*(?:want|need|would\s+like|'d\s+like|am\s+looking\s+for|'m\s+"
+                     r"looking\s+for)\s+(?:to\s+(?:see|find|read|know(?:\s+about)?)\s+)?)+", re.I)
+
+
+_FEWEST = re.compile(r"\b(?:fewest|least|smallest|lowest|fewer)\b", re.I)
+
+
+def parse(question: str, known_author: Callable[[str], bool] = lambda name: False,
+          filters: Sequence[str] = ("decisions", "author"),
+          names_paper: Callable[[str], bool] = lambda name: True) -> Intent:
+    """The intent of one (standalone) question. Only the kinds of filter in `filters` may come from its words (the
+    page's chips ask again with one left out). "Which papers are related to X?" is of type "related" only if
+    `names_paper(X)` (the caller knows the papers); otherwise X is a topic, searched as a list."""
+    found = _read(question, known_author)
+    decisions = found["decisions"] if "decisions" in filters else ()
+    author = found["author"] if "author" in filters else None
+    kind = found["type"]
+    if kind == "related" and not names_paper(found["query"]):
+        kind = "list"  # "papers related to diffusion models": a topic, not a paper
+    return Intent(type=kind, query=found["query"], decisions=decisions, author=author,
+                  asked_decision=found["asked_decision"], has_topic=found["has_topic"], sides=found["sides"],
+                  fewest=bool(_FEWEST.search(question)))
+
+
+def _read(question: str, known_author: Callable[[str], bool]) -> dict:
+    """The fields of the question's `Intent`, as its words give them."""
+    out: dict = {"type": "explain", "query": question, "decisions": (), "author": None, "asked_decision": "",
+                 "has_topic": True, "sides": ()}
+    text = _POLITE.sub("", question.strip()) or question.strip()
+    related = _RELATED.search(text)
+    if related:
+        paper = related.group("paper").strip().rstrip("?.!").strip()
+        paper = re.sub(rf"^(?:the\s+)?(?:{_PAPER}\s+)?(?:(?:called|titled|named|on|about)\s+)?", "", paper, flags=re.I)
+        kinds = re.findall(r"\b(oral|spotlight|poster)s?\b", text[:related.start("paper")], re.I)
+        return {**out, "type": "related", "query": paper.strip(_QUOTES + " "),
+                "decisions": tuple(dict.fromkeys(_DECISION_WORDS[k.lower()] for k in kinds))}
+
+    published = _PUBLISHED.search(text)
+    if published and known_author(published.group("name")):
+        out["author"], out["type"] = published.group("name"), "list"
+        text = text[published.end():]
+    for match in list(_AUTHOR.finditer(text))[::-1]:
+        if out["author"] is None and known_author(match.group("name")):
+            out["author"] = match.group("name")
+            text = text[:match.start()] + text[match.end():]
+
+    text = " ".join(_VENUE.sub(" ", text).split())
+    decision = _DECISION_TYPE.search(text)
+    if decision:  # "is X an oral?" asks about X's decision; it does not filter by it
+        out["type"] = "decision"
+        asked = decision.group("asked")
+        # "a spotlight or a poster?" asks which, not yes or no
+        out["asked_decision"] = _DECISION_WORDS[asked.lower()] if asked and not decision.group("either") else ""
+        subject = decision.group("subject") or decision.group("subject2")
+        text = subject if subject else text[decision.end():]
+    else:
+        decisions: list[str] = []
+        for match in list(_DECISION.finditer(text))[::-1]:
+            word = (match.group("plural") or match.group("noun") or match.group("as")
+                    or match.group("zh")).lower().rstrip("s")
+            decisions.insert(0, _DECISION_WORDS[word])
+            keep = "papers" if match.group("plural") or match.group("noun") else ""
+            text = text[:match.start()] + keep + text[match.end():]
+        out["decisions"] = tuple(dict.fromkeys(decisions))
+        for name, pattern in _TYPE_PATTERNS + _ZH_TYPES:
+            found = pattern.search(text)
+            if found:
+                out["type"] = name
+                if name in ("authors", "link", "count") and pattern.pattern.startswith("^"):
+                    text = text[found.end():]
+                elif name == "list":
+                    text = _LIST_LEAD.sub("", text)
+                break
+        if out["type"] == "compare":
+            out["sides"] = tuple(comparison_sides(text))
+        if out["author"] and out["type"] == "explain":
+            out["type"] = "list"  # "papers by Yoshua Bengio"
+    query = " ".join(text.split()).strip(" ?.!,;:")
+    words = [w for w in re.findall(r"[^\W\d_]{3,}", query.casefold()) if w not in _GENERIC]
+    out["has_topic"] = bool(words) or bool(re.search(r"[\u3400-\u9fff]", query))
+    unchanged = query == " ".join(question.split()).strip(" ?.!,;:")
+    out["query"] = query if re.search(r"\w{3,}|[\u3400-\u9fff]", query) and not unchanged else question
+    return out

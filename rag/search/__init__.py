@@ -1,0 +1,1 @@
+"""Search: a question -> scored candidate papers (dense + BM25, fused, topical signals)."""

@@ -1,0 +1,316 @@
+"""Retrieve: a question -> the top-k papers, each with a fused score, its signals and a best-matching snippet.
+
+Two retrievers over the same store, fused per paper with weighted reciprocal rank fusion (RRF):
+- dense: the question's vector against the chunk vectors in Chroma; a paper scores its best chunk;
+- lexical: BM25 (bm25s, English stemming and stop words) over each paper's title + abstract.
+The fusion constant (5, not the textbook 60) and BM25's weight (1.5 against dense's 1) were tuned on the seed dev
+questions over the 2,114-paper corpus and confirmed on other questions (eval/README.md): on this corpus BM25 is
+the stronger signal and the top of each list matters most.
+
+Fusion is written here rather than with llama-index's `QueryFusionRetriever` because that one fuses *nodes*:
+the chunks of one paper would vote separately and crowd the list. Here each retriever votes once per paper.
+The abstention gate in `rag.answering.extractive` reads `Retrieval.confidence`, the score of the best sentence of the
+top papers.
+
+Sentences (for snippets, extractive answers and the abstention signal) are scored by their stored vector
+(`rag.store.index`) against the question, plus a small bonus for sharing the question's stemmed terms. A question costs
+one embedding (its own), one Chroma query, one BM25 pass and one Chroma read of the hits' sentences.
+
+Title-only papers (`has_abstract` false) are ranked like the others, on their title, but have no sentences: no
+snippet, nothing an answer could quote, and no say in the confidence. The papers that answer are the first
+SNIPPET_PAPERS hits with abstracts, so titles ranked high do not crowd out the abstracts below them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable
+
+import bm25s
+import numpy as np
+
+from rag.config import Settings
+from rag.text import is_boilerplate, plain, split_sentences, tokenize
+from rag.store.index import PaperIndex, Sentences, StoredPaper
+from rag.search.topical import coverage, topic_groups
+
+LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
+BOILERPLATE_PENALTY = 0.3  # "Code is available at https://..." (`rag.text.is_boilerplate`) answers no question
+_MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
+SNIPPET_PAPERS = 3  # the top papers with abstracts whose sentences answer (the best one is the confidence)
+_WORD = re.compile(r"(?<![\w-])[\w][\w-]*")
+# A method or dataset name as users type it: CatVTON, BirdSet, Time-MoE, X-ALMA, TEAL, Scylla (not sentence-initial).
+_NAME = re.compile(r"(?<![\w-])(?:[A-Za-z]+[A-Z][\w-]*|[A-Z][A-Z0-9-]{2,}|[A-Z][a-z]+(?:-[A-Za-z0-9]+)*)(?![\w-])")
+
+
+@dataclass
+class Hit:
+    """A retrieved paper. `score` is the fused score scaled to 0..1 (1 = ranked first by both retrievers)."""
+
+    paper: StoredPaper
+    score: float
+    dense: float | None  # cosine similarity of the paper's best chunk, if the dense side found it
+    bm25: float | None
+    snippet: str = ""
+    snippet_score: float = 0.0  # the snippet's score (cosine + term bonus): the relevance bar of list answers
+    topical: float = 1.0  # share of the question's topic (IDF-weighted, rag.search.topical) in its title + abstract
+
+
+@dataclass
+class Retrieval:
+    question: str
+    hits: list[Hit]
+    query_vector: np.ndarray
+    terms: set[str] = field(default_factory=set)  # the question's stemmed terms (BM25's tokenizer)
+    sentences: list["ScoredSentence"] = field(default_factory=list)  # of the top papers, best first
+    named_match: str = ""  # a rare, name-like term of the question found in the top paper ("Scylla")
+    unknown_names: list[str] = field(default_factory=list)  # name-like words of the question no paper contains
+    k: int = 5  # papers asked for: fewer hits means every paper the filters allow was ranked
+    term_df: dict[str, int] = field(default_factory=dict)  # in how many papers each of `terms` occurs (abstain)
+    corpus_size: int = 0
+    # The same question searched without filters, for a filtered list or count: its best paper sets their bar.
+    reference: "Retrieval | None" = None
+
+    @property
+    def confidence(self) -> float:
+        """How well the best sentence of the top papers matches the question (the abstention signal)."""
+        return self.sentences[0].score if self.sentences else 0.0
+
+
+@dataclass(frozen=True)
+class _Corpus:
+    """What retrieval reads besides Chroma: the papers, their positions, decisions, and the BM25 index."""
+
+    papers: list[StoredPaper]
+    position: dict[str, int]
+    decisions: np.ndarray
+    bm25: bm25s.BM25 | None
+    df: Counter  # in how many papers each lower-cased word (hyphens kept) occurs
+    stem_df: Counter = field(default_factory=Counter)  # the same for BM25's stemmed terms
+    terms: list[frozenset[str]] = field(default_factory=list)  # each paper's stemmed terms (rag.search.topical)
+
+
+@dataclass(frozen=True)
+class ScoredSentence:
+    text: str
+    score: float
+    paper_index: int  # index into Retrieval.hits
+
+
+@dataclass(frozen=True)
+class RetrievalParams:
+    """Everything one retrieval call depends on besides the question, passed whole (`from_settings`)."""
+
+    k: int = 5  # papers returned
+    mode: str = "hybrid"  # "hybrid", or "dense" / "bm25" alone (the other retriever is not run)
+    candidates: int = 50  # papers each retriever proposes before fusion
+    rrf_k: int = 5  # reciprocal-rank-fusion constant
+    bm25_weight: float = 1.5  # BM25's vote against dense's 1
+    decisions: tuple[str, ...] = ()  # only papers with one of these decisions (none: all)
+    author: str | None = None  # only papers with an author whose name contains this (case-insensitive)
+    paper_ids: tuple[str, ...] = ()  # only these papers (a follow-up about the papers of the previous answer)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides) -> "RetrievalParams":
+        return cls(**{"k": settings.k, "mode": settings.retrieval, "candidates": settings.candidates,
+                      "rrf_k": settings.rrf_k, "bm25_weight": settings.bm25_weight, **overrides})
+
+
+@dataclass(frozen=True)
+class Query:
+    """The question as the retrievers see it: its vector and its stemmed terms (BM25's tokenizer)."""
+
+    text: str
+    vector: np.ndarray
+    terms: list[str]
+
+
+#: A reranker reorders (or drops) fused hits, best first; it sees the RERANK_DEPTH best of them.
+Reranker = Callable[[Query, list[Hit]], list[Hit]]
+RERANK_DEPTH = 30
+
+
+def fuse(rankings: list[tuple[float, dict[str, float]]], rrf_k: int) -> list[tuple[str, float]]:
+    """Weighted reciprocal rank fusion: (paper id, score scaled to 0..1), best first. Each ranking is (weight,
+    {paper id: its own score} in rank order); 1 means ranked first by every ranking."""
+    fused: dict[str, float] = {}
+    for weight, ranking in rankings:
+        for rank, pid in enumerate(ranking):
+            fused[pid] = fused.get(pid, 0.0) + weight / (rrf_k + rank + 1)
+    best_possible = sum(weight for weight, _ in rankings) / (rrf_k + 1) or 1.0
+    return [(pid, fused[pid] / best_possible) for pid in sorted(fused, key=lambda pid: (-fused[pid], pid))]
+
+
+class HybridRetriever:
+    """Dense + BM25 over a `PaperIndex`. Call `refresh()` after the store changes.
+
+    `retrieve` runs four steps, each a method, so a new signal or a reranker is one function:
+    candidates (each retriever's ranking) -> fuse (weighted RRF) -> rerank (optional `Reranker`) -> annotate
+    (sentences, snippets, the abstention signal)."""
+
+    def __init__(self, index: PaperIndex, reranker: Reranker | None = None) -> None:
+        self.index = index
+        self.reranker = reranker
+        self.refresh()
+
+    def refresh(self) -> None:
+        papers = self.index.all_papers()
+        bm25, tokens = None, []
+        if papers:
+            bm25 = bm25s.BM25()
+            bm25.index(tokens := tokenize([p.search_text for p in papers]), show_progress=False)
+        # One assignment, so a concurrent `retrieve` sees either the old corpus or the new one, never a mix.
+        df = Counter(w for p in papers for w in set(_WORD.findall(p.search_text.casefold())))
+        self.state = _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
+                             np.array([p.decision for p in papers], dtype=object), bm25, df,
+                             Counter(t for doc in tokens for t in set(doc)), [frozenset(doc) for doc in tokens])
+
+    def retrieve(self, question: str, params: RetrievalParams = RetrievalParams()) -> Retrieval:
+        """The top `params.k` papers for a question, within the filters of `params`."""
+        query = Query(question, self.index.embedder.embed([question])[0], tokenize([question])[0])
+        state = self.state  # one corpus for the whole call, even if a refresh happens meanwhile
+        retrieval = Retrieval(question, [], query.vector, set(query.terms),
+                              term_df={t: state.stem_df[t] for t in query.terms}, corpus_size=len(state.papers))
+        if not state.papers:
+            return retrieval
+        rankings = self.candidates(query, params, state)
+        hits = [Hit(state.papers[state.position[pid]], score, rankings.get("dense", {}).get(pid),
+                    rankings.get("bm25", {}).get(pid))
+                for pid, score in fuse([(weight, rankings[name]) for name, weight in
+                                        (("dense", 1.0), ("bm25", params.bm25_weight)) if name in rankings],
+                                       params.rrf_k)]
+        if self.reranker is not None:
+            hits = self.reranker(query, hits[:max(params.k, RERANK_DEPTH)])
+        retrieval.hits, retrieval.k = hits[:params.k], params.k
+        retrieval.unknown_names = list(dict.fromkeys(
+            word for word in name_words(question) if not any(state.df.get(w) for w in _word_forms(word))))
+        self.annotate(retrieval, state)
+        return retrieval
+
+    def candidates(self, query: Query, params: RetrievalParams, state: "_Corpus") -> dict[str, dict[str, float]]:
+        """Each retriever's ranking within the filters: {"dense" | "bm25": {paper id: score}, best first}.
+        Dense scores a paper by its best chunk's cosine; BM25 scores title + abstract."""
+        allowed = self._allowed(params, state)  # boolean mask over state.papers, when filtered
+        rankings: dict[str, dict[str, float]] = {}
+        if params.mode != "bm25":
+            paper_ids = None
+            if (params.author or params.paper_ids) and allowed is not None:  # few papers: Chroma searches theirs
+                paper_ids = [state.papers[i].paper_id for i in np.flatnonzero(allowed)][:_MAX_ID_FILTER]
+            dense: dict[str, float] = {}
+            for pid, sim in self.index.query_chunks(query.vector.tolist(), params.candidates,
+                                                    list(params.decisions) or None, paper_ids):
+                if pid in state.position and pid not in dense:
+                    if allowed is None or allowed[state.position[pid]]:
+                        dense[pid] = sim
+            rankings["dense"] = dense
+        if params.mode != "dense":
+            lexical: dict[str, float] = {}
+            if query.terms and state.bm25 is not None:
+                mask = None if allowed is None else allowed.astype(np.float32)
+                scores = state.bm25.get_scores(query.terms, weight_mask=mask)
+                top = np.argsort(-scores, kind="stable")[: params.candidates]
+                lexical = {state.papers[i].paper_id: float(scores[i]) for i in top if scores[i] > 0}
+            rankings["bm25"] = lexical
+        return rankings
+
+    @staticmethod
+    def _allowed(params: RetrievalParams, state: "_Corpus") -> np.ndarray | None:
+        allowed = None
+        if params.decisions:
+            allowed = np.isin(state.decisions, list(params.decisions))
+        if params.author and params.author.strip():
+            needle = params.author.strip().casefold()
+            by_author = np.array([any(needle in a.casefold() for a in p.authors) for p in state.papers])
+            allowed = by_author if allowed is None else allowed & by_author
+        if params.paper_ids:
+            by_id = np.zeros(len(state.papers), dtype=bool)
+            by_id[[state.position[pid] for pid in params.paper_ids if pid in state.position]] = True
+            allowed = by_id if allowed is None else allowed & by_id
+        return allowed
+
+    def annotate(self, retrieval: Retrieval, state: "_Corpus") -> None:
+        """Score the sentences of the hits: each hit's snippet, the answering sentences of the first
+        SNIPPET_PAPERS hits with abstracts (the best one is the confidence), each hit's share of the question's
+        topic (`rag.search.topical`), and a rare name the question shares with the top answering paper."""
+        hits = retrieval.hits
+        scored = self.score_sentences(retrieval, list(range(len(hits))))
+        answering = [i for i, hit in enumerate(hits) if hit.paper.has_abstract][:SNIPPET_PAPERS]
+        retrieval.sentences = [s for s in scored if s.paper_index in answering]
+        groups = topic_groups(retrieval.question)
+        for i, hit in enumerate(hits):
+            best = next((s for s in scored if s.paper_index == i), None)
+            hit.snippet = best.text if best else hit.paper.abstract[:300]
+            hit.snippet_score = best.score if best else 0.0
+            position = state.position.get(hit.paper.paper_id)
+            if position is not None and position < len(state.terms):
+                hit.topical = coverage(groups, state.terms[position], state.stem_df, len(state.papers))
+        if answering:
+            retrieval.named_match = self._named_match(retrieval.question, hits[answering[0]].paper, state)
+
+    def _named_match(self, question: str, paper: StoredPaper, state: "_Corpus") -> str:
+        """A name-like word of the question (not its first word) that the top paper contains and at most
+        max(2, 0.5%) of all papers contain: the user asked about something this collection names. Or the paper's
+        whole title (of three words or more) written in the question."""
+        title = plain(paper.title)
+        if title.count(" ") >= 2 and title in plain(question):
+            return paper.title
+        words = name_words(question)
+        limit = max(2, len(state.papers) // 200)
+        for word in words:
+            if state.df.get(word.casefold(), 0) > limit:
+                continue
+            pattern = re.compile(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", re.IGNORECASE)
+            if pattern.search(paper.search_text):
+                return word
+        return ""
+
+    def score_sentences(self, retrieval: Retrieval, paper_indexes: list[int]) -> list[ScoredSentence]:
+        """Sentences of the given hits, best first: cosine to the question + a term-overlap bonus. Title-only
+        papers have none."""
+        terms = retrieval.terms
+        paper_indexes = [i for i in paper_indexes if retrieval.hits[i].paper.has_abstract]
+        stored = self.sentences([retrieval.hits[i].paper for i in paper_indexes])
+        items: list[tuple[int, str]] = []
+        vectors = []
+        for i in paper_indexes:
+            sentences = stored[retrieval.hits[i].paper.paper_id]
+            items.extend((i, text) for text in sentences.texts)
+            vectors.append(sentences.vectors)
+        if not items:
+            return []
+        dense = np.concatenate(vectors) @ retrieval.query_vector
+        scored = []
+        for (i, sentence), cos, words in zip(items, dense, tokenize([s for _, s in items])):
+            overlap = len(terms & set(words)) / len(terms) if terms else 0.0
+            penalty = BOILERPLATE_PENALTY if is_boilerplate(sentence) else 0.0
+            scored.append(ScoredSentence(sentence, float(cos) + LEXICAL_BONUS * overlap - penalty, i))
+        return sorted(scored, key=lambda s: -s.score)
+
+    def sentences(self, papers: list[StoredPaper]) -> dict[str, Sentences]:
+        """The sentences and sentence vectors of these papers, read from the store. Papers stored before the
+        index kept sentences (re-run `rag ingest` to add them) have theirs embedded here, more slowly."""
+        found = self.index.sentences_of(papers)
+        for paper in papers:
+            if paper.paper_id not in found:
+                texts = split_sentences(paper.abstract)
+                found[paper.paper_id] = Sentences(texts, self.index.embedder.embed(texts))
+        return found
+
+
+def name_words(text: str) -> list[str]:
+    """The name-like words of a question as users type them (CatVTON, Time-MoE, TEAL, Scylla), but not its first
+    word when that is merely capitalised ("What", "Which")."""
+    return [m.group(0) for m in _NAME.finditer(text) if m.start() > 0 or not m.group(0).istitle()]
+
+
+def _word_forms(word: str) -> list[str]:
+    """A name as the papers may write it: itself, and without a lower-case suffix ("CatVTON-like",
+    "Mamba-style", "ImageNet-scale" -> catvton, mamba, imagenet)."""
+    forms = [word.casefold()]
+    head, _, tail = word.rpartition("-")
+    if head and tail.isalpha() and tail.islower():
+        forms.append(head.casefold())
+    return forms
+

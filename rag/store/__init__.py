@@ -1,0 +1,1 @@
+"""Store: files -> papers -> chunks and vectors in Chroma (ingest, catalog, embeddings, index, lock)."""

@@ -1,0 +1,567 @@
+"""Index: papers -> chunks -> embeddings -> Chroma, kept in step with the files by stable ids and content hashes.
+
+Three Chroma collections, all given their vectors (Chroma's own embedding function, which downloads a model,
+is never attached):
+- `<collection>`: chunks of "title + abstract" made by llama-index's `SentenceSplitter` (≤250 tokens, so the
+  256-token embedder never truncates one), written through llama-index's `ChromaVectorStore`;
+  ids `<paper_id>#<n>`, metadata `paper_id`, `title`, `decision`, `chunk`.
+  A title-only paper (`has_abstract` false) has one chunk: its title.
+- `<collection>-sentences`: every sentence of every abstract (ids `<paper_id>@<n>`), for snippets, extractive
+  answers, the abstention signal and the support check. Their vectors come from the chunk pass itself ("late
+  chunking": the mean of the sentence's token states inside the chunk that holds most of it), so they cost no
+  extra model pass at ingest and no embedding at question time.
+- `<collection>-papers`: one record per paper: the whole abstract, every field, its content hash, and the
+  normalized mean of its chunk vectors as a whole-paper vector. A paper's record is written after its chunks
+  and sentences, so its presence marks the paper as complete. It also names every ingested file that holds the
+  paper (`src_<h>`: the path, `pos_<h>`: the record's position there, h a hash of the path; one key per file,
+  so `where={"src_<h>": path}` finds a file's papers with the plain str/int values every Chroma 1.x server
+  stores), besides the one it is shown from (`source`, `position`: the latest). Records written before these keys
+  existed have `source` alone, which then counts as the only file holding the paper.
+
+llama-index is imported only when writing: answering a question needs chromadb alone, which keeps start-up short.
+
+Upserts are idempotent: unchanged papers (same id, same hash) cost nothing, changed ones have their chunks
+replaced, and a paper that vanished from a re-ingested file leaves that file's keys; it is removed once no
+ingested file holds it, so re-ingesting an edited subset never takes papers another file still has (an edited
+untitled abstract, whose id is the hash of its text, counts as an update of the paper at the same file position).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from rag.errors import RagError
+from rag.config import ConfigError, Settings
+from rag.text import sentence_spans
+from rag.store.embeddings import Embedder, EmbeddingError
+from rag.store.ingest import Paper
+from rag.store import prebuilt
+
+SENTENCE_FORMAT = "s1"  # version of the stored sentences; part of the `chunking` marker
+INGEST_BATCH = 64  # papers embedded and committed together
+_IN_LIMIT = 500  # ids per Chroma `$in` filter
+
+
+class StoreError(RagError, RuntimeError):
+    """The store cannot be opened or used; the message says what to do."""
+
+
+def store_error(settings: Settings, exc: BaseException, doing: str = "use") -> StoreError:
+    """One clear StoreError for whatever chromadb, sqlite or httpx raised, naming the fix. A failed request
+    changes nothing: the next one tries again (a Chroma server that is back is used again)."""
+    detail = " ".join(str(exc).split())[:240] or type(exc).__name__
+    if settings.chroma_url:
+        return StoreError(f"cannot {doing} the Chroma server at {settings.chroma_url}: {detail}. Check that it is "
+                          "running (`chroma run --path DIR --port P`); the next request will try again.")
+    low = detail.lower()
+    if isinstance(exc, PermissionError) or any(w in low for w in ("readonly", "read-only", "permission denied")):
+        return StoreError(f"cannot write the data dir {settings.data_dir} ({detail}). Make it writable "
+                          f"(chmod -R u+w {settings.data_dir}) or choose another with --data-dir / RAG_DATA_DIR.")
+    return StoreError(f"cannot {doing} the index in {settings.chroma_path}: {detail}. If it is damaged, move it "
+                      f"away (mv {settings.data_dir} {settings.data_dir}.broken) and ingest again.")
+
+
+def _guarded(method: Callable) -> Callable:
+    """Turn any failure of a store call into a StoreError (see `store_error`)."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self: "PaperIndex", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except (StoreError, ConfigError, EmbeddingError):
+            raise
+        except Exception as exc:
+            raise store_error(self.settings, exc) from None
+
+    return wrapper
+
+
+@dataclass
+class IngestStats:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    skipped: int = 0
+    enriched: int = 0  # untitled abstracts matched to a bundled ICLR 2025 paper (rag.store.catalog)
+    embedded_chunks: int = 0  # chunks stored, the shipped ones included
+    shipped_chunks: int = 0  # of those, from the bundled list's shipped vectors (rag.store.prebuilt), not embedded
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        matched = f", {self.enriched} matched to ICLR 2025 papers" if self.enriched else ""
+        return (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
+                f"removed {self.removed}, skipped {self.skipped}{matched} "
+                f"({self.embedded_chunks - self.shipped_chunks} chunks embedded"
+                f"{f', {self.shipped_chunks} loaded from the shipped vectors,' if self.shipped_chunks else ''}"
+                f" in {self.seconds:.1f} s)")
+
+
+@dataclass
+class _Batch:
+    """Papers embedded and ready to store (`PaperIndex._embed` -> `PaperIndex._store`)."""
+
+    papers: list[Paper]
+    nodes: list[Any]  # llama-index TextNodes of the chunks, embeddings set
+    sentences: tuple[list[str], list[np.ndarray], list[str], list[dict]]  # ids, vectors, texts, metadatas
+    paper_vectors: list[list[float]]
+    paper_metas: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class StoredPaper:
+    """A paper as the store holds it: what retrieval and answers show."""
+
+    paper_id: str
+    abstract: str
+    title: str
+    label: str
+    authors: tuple[str, ...]
+    decision: str
+    venue: str
+    url: str
+    year: int | None
+    source: str
+    content_hash: str
+    sentences: int = 0  # sentences stored for it (0: stored before the index kept sentences, or no abstract)
+    has_abstract: bool = True  # False: a title-only paper, found by title and authors, never quoted
+    enriched_from: str = ""  # where its title, ... came from, when its file had only the abstract (rag.store.catalog)
+
+    @property
+    def search_text(self) -> str:
+        return "\n".join(t for t in (self.title, self.abstract) if t)
+
+
+@dataclass(frozen=True)
+class Sentences:
+    """The sentences of one abstract, in order, and their unit vectors [n, dim]."""
+
+    texts: list[str]
+    vectors: np.ndarray
+
+
+SERVER_API_MAJOR = "1"  # what `chroma run` of chromadb 1.x reports from /api/v2/version
+
+
+def open_client(settings: Settings) -> Any:
+    """A Chroma client, with telemetry off: the embedded store in the data dir, or a server (`chroma_url`)."""
+    import chromadb
+    from chromadb.config import Settings as ChromaSettings
+
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if settings.chroma_url:
+        return _connect(settings.chroma_url, chroma_settings)
+    try:
+        settings.chroma_path.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(settings.chroma_path), settings=chroma_settings)
+    except Exception as exc:  # chromadb raises many types for a damaged or read-only store
+        raise store_error(settings, exc, "open") from None
+
+
+def _connect(url: str, chroma_settings: Any) -> Any:
+    import chromadb
+    from urllib.parse import urlparse
+
+    parts = urlparse(url)
+    ssl = parts.scheme == "https"
+    port = parts.port or (443 if ssl else 8000)
+    hint = (f"Start one with `chroma run --path DIR --port {port}` (the `chroma` of this venv, chromadb "
+            f"{chromadb.__version__}), or unset RAG_CHROMA_URL to use the embedded store.")
+    try:
+        client = chromadb.HttpClient(host=parts.hostname or "", port=port, ssl=ssl, settings=chroma_settings)
+        client.heartbeat()
+        version = str(client.get_version())
+    except Exception as exc:
+        raise StoreError(f"cannot use the Chroma server at {url}: {' '.join(str(exc).split())[:200]}. {hint}") from None
+    if version.split(".")[0] != SERVER_API_MAJOR:
+        raise StoreError(f"the Chroma server at {url} reports version {version}, which this client "
+                         f"(chromadb {chromadb.__version__}, server API {SERVER_API_MAJOR}.x) cannot use. {hint}")
+    return client
+
+
+class PaperIndex:
+    """The Chroma side of the app: upsert papers, query chunks, list papers."""
+
+    def __init__(self, settings: Settings, embedder: Embedder, client: Any | None = None) -> None:
+        self.settings = settings
+        self.embedder = embedder
+        self.client = client or open_client(settings)
+        meta = {"embedder": embedder.identity, "chunk_size": settings.chunk_size}
+        try:
+            self.chunks = self.client.get_or_create_collection(
+                settings.collection, configuration={"hnsw": {"space": "cosine"}}, metadata=meta,
+                embedding_function=None)
+            self.papers = self.client.get_or_create_collection(
+                settings.collection + "-papers", configuration={"hnsw": {"space": "cosine"}}, metadata=meta,
+                embedding_function=None)
+            self.sentences = self.client.get_or_create_collection(
+                settings.collection + "-sentences", configuration={"hnsw": {"space": "cosine"}}, metadata=meta,
+                embedding_function=None)
+        except Exception as exc:
+            raise store_error(settings, exc, "open") from None
+        built_with = (self.chunks.metadata or {}).get("embedder")
+        if built_with and built_with != embedder.identity:
+            raise ConfigError(
+                f"the index in {settings.data_dir} was built with embedder {built_with!r}, but "
+                f"{embedder.identity!r} is configured. Use the same embedder, or another --data-dir / "
+                "--collection for the new one.")
+        # Papers stored with other chunking (or before sentence vectors were stored) are re-embedded on ingest.
+        self.chunking = f"{settings.chunk_size}/{settings.chunk_overlap}/{SENTENCE_FORMAT}"
+        self._writer: tuple[Any, Any] | None = None  # llama-index splitter and vector store, made on first write
+        # The bundled list's shipped vectors where they hold a text, the embedder for the rest (rag.store.prebuilt).
+        self.vectors = prebuilt.vectors_for(embedder, self.chunking)
+        self.expected = 0  # papers the store will hold when the running (or last) upsert ends
+
+    def _llama_index(self) -> tuple[Any, Any]:
+        if self._writer is None:
+            from llama_index.core.node_parser import SentenceSplitter
+            from llama_index.vector_stores.chroma import ChromaVectorStore
+
+            self._writer = (SentenceSplitter(chunk_size=self.settings.chunk_size,
+                                             chunk_overlap=self.settings.chunk_overlap,
+                                             tokenizer=self.embedder.tokens),
+                            ChromaVectorStore(chroma_collection=self.chunks))
+        return self._writer
+
+    # ---- writing -------------------------------------------------------------------------------------
+
+    @_guarded
+    def upsert(self, papers: list[Paper], files: Iterable[str] = (),
+               progress: Callable[[int, int], None] | None = None) -> IngestStats:
+        """Bring the store in line with `papers` (read from `files`). Returns what changed."""
+        started = time.perf_counter()
+        stats = IngestStats()
+        mirrored = {_source_key(f) for f in files}
+        stored = self._stored_meta([p.paper_id for p in papers])
+        holders = {p.paper_id: _held_by(p, stored.get(p.paper_id), mirrored) for p in papers}
+        todo: list[Paper] = []
+        moved: list[Paper] = []
+        for paper in papers:
+            old = stored.get(paper.paper_id)
+            if old is None:
+                todo.append(paper)
+                stats.added += 1
+            elif old["hash"] != paper.content_hash or old.get("chunking") != self.chunking:
+                todo.append(paper)
+                stats.updated += 1
+            else:
+                stats.unchanged += 1
+                if ((old.get("source"), old.get("position")) != (_source_key(paper.source), paper.position)
+                        or _holders(old) != holders[paper.paper_id]):
+                    moved.append(paper)  # same text, from another file or place: new provenance, no re-embedding
+        for part in range(0, len(moved), _IN_LIMIT):
+            batch = moved[part:part + _IN_LIMIT]
+            self.papers.update(ids=[p.paper_id for p in batch],
+                               metadatas=[_paper_meta(p, stored[p.paper_id].get("chunks", 0), self.chunking,
+                                                     stored[p.paper_id].get("sentences", 0))
+                                          | _holder_fields(holders[p.paper_id], stored[p.paper_id])
+                                          for p in batch])
+
+        # Papers that were ingested from these files before but are no longer in them: they leave those files'
+        # keys, and the index once no file holds them.
+        incoming = {p.paper_id for p in papers}
+        by_position = {(_source_key(p.source), p.position): p for p in todo if p.paper_id not in stored}
+        stale: list[str] = []
+        released: dict[str, dict[str, Any]] = {}  # paper id -> metadata update, for papers other files still hold
+        for pid, meta in self._papers_from_sources(mirrored).items():
+            if pid in incoming:
+                continue
+            still = {source: n for source, n in _holders(meta).items() if source not in mirrored}
+            if still:
+                released[pid] = _release(meta, still)
+                continue
+            stale.append(pid)
+            if (meta.get("source"), meta.get("position")) in by_position:
+                stats.added -= 1  # the same slot of the same file, with new text: an update
+                stats.updated += 1
+            else:
+                stats.removed += 1
+        self._delete(stale)
+        for ids in _parts(list(released)):
+            self.papers.update(ids=ids, metadatas=[released[pid] for pid in ids])
+
+        # The papers the store holds when this ends: those stored now, plus the new ones among `todo`.
+        self.expected = self.papers.count() + sum(1 for p in todo if p.paper_id not in stored)
+        done, hits = 0, getattr(self.vectors, "hits", 0)
+        if progress:
+            progress(0, len(todo))
+        # The model embeds one batch while a writer thread stores the one before it (Chroma's writes are ~6% of
+        # an ingest, and its Rust and sqlite code runs without the GIL). One writer keeps the batches in order.
+        with ThreadPoolExecutor(1, thread_name_prefix="index-writer") as writer:
+            pending: Future | None = None
+            for start in range(0, len(todo), INGEST_BATCH):
+                embedded = self._embed(todo[start:start + INGEST_BATCH], holders)
+                if pending is not None:
+                    done += pending.result()
+                    if progress:
+                        progress(done, len(todo))
+                stats.embedded_chunks += len(embedded.nodes)
+                pending = writer.submit(self._store, embedded)
+            if pending is not None:
+                done += pending.result()
+                if progress:
+                    progress(done, len(todo))
+        stats.shipped_chunks = getattr(self.vectors, "hits", 0) - hits
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def _embed(self, papers: list[Paper], holders: dict[str, dict[str, int]]) -> "_Batch":
+        """Chunk and embed `papers` (the model's work; nothing is written)."""
+        from llama_index.core.schema import Document, TextNode
+
+        splitter = self._llama_index()[0]
+        nodes: list[TextNode] = []
+        owners: list[int] = []
+        texts: list[str] = []  # what is embedded: "title\n\nchunk"
+        starts: list[int] = []  # where each chunk starts in its abstract (-1: not found)
+        for i, paper in enumerate(papers):
+            if not paper.has_abstract:  # one chunk, the title: what it can be found by (its sentences: none)
+                nodes.append(TextNode(id_=f"{paper.paper_id}#0", text=paper.title,
+                                      metadata={"paper_id": paper.paper_id, "title": paper.title,
+                                                "decision": paper.decision, "chunk": 0}))
+                owners.append(i)
+                texts.append(paper.title)
+                starts.append(-1)
+                continue
+            doc = Document(  # the splitter leaves room in each chunk for the title, which is embedded with it
+                id_=paper.paper_id, text=paper.abstract,
+                metadata={"paper_id": paper.paper_id, "title": paper.title, "decision": paper.decision},
+                excluded_embed_metadata_keys=["paper_id", "decision"],
+                excluded_llm_metadata_keys=["paper_id", "decision"],
+                metadata_template="{value}", metadata_seperator="\n", text_template="{metadata_str}\n\n{content}",
+            )
+            for n, node in enumerate(splitter.get_nodes_from_documents([doc])):
+                node.id_ = f"{paper.paper_id}#{n}"
+                node.metadata["chunk"] = n
+                content = node.get_content()
+                start = node.start_char_idx
+                if start is None or paper.abstract[start:start + len(content)] != content:
+                    start = paper.abstract.find(content)
+                nodes.append(node)
+                owners.append(i)
+                texts.append(f"{paper.title}\n\n{content}" if paper.title else content)
+                starts.append(start)
+        # Each sentence is pooled inside the chunk that holds most of it; `placed` maps sentence -> (chunk, span).
+        sentences = [sentence_spans(p.abstract) for p in papers]
+        spans: list[list[tuple[int, int]]] = [[] for _ in nodes]
+        placed: list[list[tuple[int, int]]] = []
+        chunks_of: dict[int, list[int]] = {}
+        for j, owner in enumerate(owners):
+            chunks_of.setdefault(owner, []).append(j)
+        for owner, paper_sentences in enumerate(sentences):
+            placed.append([])
+            for a, b in paper_sentences:
+                best, best_overlap = -1, 0
+                for j in chunks_of.get(owner, []):
+                    lo, hi = starts[j], starts[j] + len(nodes[j].get_content())
+                    overlap = min(b, hi) - max(a, lo) if starts[j] >= 0 else 0
+                    if overlap > best_overlap:
+                        best, best_overlap = j, overlap
+                if best < 0:
+                    placed[-1].append((-1, -1))
+                    continue
+                shift = len(texts[best]) - len(nodes[best].get_content()) - starts[best]  # abstract -> text
+                lo, hi = starts[best], starts[best] + len(nodes[best].get_content())
+                spans[best].append((max(a, lo) + shift, min(b, hi) + shift))
+                placed[-1].append((best, len(spans[best]) - 1))
+        vectors, span_vectors = self.vectors.embed_spans(texts, spans)
+        for node, vector in zip(nodes, vectors):
+            node.embedding = vector.tolist()
+        ids, documents, metadatas = [], [], []
+        sentence_vectors: list[np.ndarray] = []
+        missing: list[int] = []  # sentences no chunk holds (or cut off by truncation): embedded on their own
+        for owner, paper in enumerate(papers):
+            for m, ((a, b), (j, k)) in enumerate(zip(sentences[owner], placed[owner])):
+                ids.append(f"{paper.paper_id}@{m}")
+                documents.append(paper.abstract[a:b])
+                metadatas.append({"paper_id": paper.paper_id, "n": m})
+                vector = span_vectors[j][k] if j >= 0 else None
+                if vector is None or np.isnan(vector[0]):
+                    missing.append(len(sentence_vectors))
+                    vector = np.zeros(vectors.shape[1], dtype=np.float32)
+                sentence_vectors.append(vector)
+        if missing:
+            for pos, vector in zip(missing, self.vectors.embed([documents[i] for i in missing])):
+                sentence_vectors[pos] = vector
+        owners_arr = np.asarray(owners)
+        paper_vectors = []
+        for i in range(len(papers)):
+            v = vectors[owners_arr == i].mean(axis=0)
+            paper_vectors.append((v / max(float(np.linalg.norm(v)), 1e-12)).tolist())
+        counts = np.bincount(owners_arr, minlength=len(papers))
+        return _Batch(
+            papers=papers, nodes=nodes,
+            sentences=(ids, sentence_vectors, documents, metadatas),
+            paper_vectors=paper_vectors,
+            paper_metas=[_paper_meta(p, int(c), self.chunking, len(n)) | _holder_fields(holders[p.paper_id])
+                         for p, c, n in zip(papers, counts, sentences)])
+
+    def _store(self, batch: "_Batch") -> int:
+        """Write an embedded batch: chunks, sentences, then each paper's record (the completion marker).
+        Returns the number of papers written."""
+        # Also clears chunks a killed earlier run left behind without their paper record (the marker).
+        self._delete([p.paper_id for p in batch.papers])
+        if batch.nodes:
+            self._llama_index()[1].add(batch.nodes)
+        ids, vectors, documents, metadatas = batch.sentences
+        for part in range(0, len(ids), 1000):
+            self.sentences.add(ids=ids[part:part + 1000], embeddings=np.asarray(vectors[part:part + 1000]),
+                               documents=documents[part:part + 1000], metadatas=metadatas[part:part + 1000])
+        self.papers.upsert(ids=[p.paper_id for p in batch.papers], embeddings=batch.paper_vectors,
+                           documents=[p.abstract for p in batch.papers], metadatas=batch.paper_metas)
+        return len(batch.papers)
+
+    def _delete(self, paper_ids: list[str]) -> None:
+        for part in _parts(paper_ids):
+            self.papers.delete(ids=part)  # the completion marker goes first
+            self.chunks.delete(where={"paper_id": {"$in": part}})
+            self.sentences.delete(where={"paper_id": {"$in": part}})
+
+    # ---- reading -------------------------------------------------------------------------------------
+
+    def _stored_meta(self, paper_ids: list[str]) -> dict[str, dict]:
+        found: dict[str, dict] = {}
+        for part in _parts(list(dict.fromkeys(paper_ids))):
+            got = self.papers.get(ids=part, include=["metadatas"])
+            found.update(zip(got["ids"], got["metadatas"]))
+        return found
+
+    def _papers_from_sources(self, sources: set[str]) -> dict[str, dict]:
+        """The stored papers these files hold: by their `src_<h>` keys, or (stored before those) their `source`."""
+        found: dict[str, dict] = {}
+        for part in _parts(sorted(sources)):
+            where = {"$or": [{"source": {"$in": part}}, *({_holder_key(s): s} for s in part)]}
+            got = self.papers.get(where=where, include=["metadatas"])
+            found.update(zip(got["ids"], got["metadatas"]))
+        return found
+
+    @_guarded
+    def count(self) -> int:
+        return self.papers.count()
+
+    @_guarded
+    def chunk_count(self) -> int:
+        return self.chunks.count()
+
+    @_guarded
+    def all_papers(self) -> list[StoredPaper]:
+        """Every complete paper, in a stable order (by id)."""
+        got = self.papers.get(include=["metadatas", "documents"])
+        papers = [_stored(pid, doc, meta) for pid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])]
+        return sorted(papers, key=lambda p: p.paper_id)
+
+    @_guarded
+    def query_chunks(self, vector: list[float], n: int, decisions: list[str] | None = None,
+                     paper_ids: list[str] | None = None) -> list[tuple[str, float]]:
+        """The `n` nearest chunks as (paper_id, cosine similarity), best first, optionally only of papers with
+        one of `decisions` and/or among `paper_ids`. Asks Chroma for ids and distances only (the paper id is
+        in the chunk id): 2 ms instead of 12 ms through llama-index's query, which fetches every text."""
+        if paper_ids == []:
+            return []
+        conditions: list[dict] = []
+        if decisions:
+            conditions.append({"decision": {"$in": list(decisions)}})
+        if paper_ids is not None:
+            conditions.append({"paper_id": {"$in": list(paper_ids)}})
+        where = None if not conditions else conditions[0] if len(conditions) == 1 else {"$and": conditions}
+        got = self.chunks.query(query_embeddings=[vector], n_results=n, where=where, include=["distances"])
+        # Cosine space: distance = 1 - cosine similarity.
+        return [(cid.rsplit("#", 1)[0], 1.0 - float(d)) for cid, d in zip(got["ids"][0], got["distances"][0])]
+
+    @_guarded
+    def sentences_of(self, papers: list[StoredPaper]) -> dict[str, Sentences]:
+        """The stored sentences of these papers, read by id (twice as fast as a `paper_id` filter). Papers stored
+        without sentences are missing from the result."""
+        ids = [f"{p.paper_id}@{n}" for p in {p.paper_id: p for p in papers}.values() for n in range(p.sentences)]
+        found: dict[str, list[tuple[int, str, Any]]] = {}
+        for part in _parts(ids):
+            got = self.sentences.get(ids=part, include=["documents", "metadatas", "embeddings"])
+            for doc, meta, vector in zip(got["documents"], got["metadatas"], got["embeddings"]):
+                found.setdefault(meta["paper_id"], []).append((meta["n"], doc, vector))
+        out = {}
+        for pid, items in found.items():
+            items.sort(key=lambda item: item[0])
+            out[pid] = Sentences([doc for _, doc, _ in items],
+                                 np.asarray([v for _, _, v in items], dtype=np.float32))
+        return out
+
+
+def _paper_meta(paper: Paper, n_chunks: int, chunking: str, n_sentences: int) -> dict[str, Any]:
+    return {
+        "title": paper.title, "label": paper.label, "authors": "; ".join(paper.authors),
+        "decision": paper.decision, "venue": paper.venue, "url": paper.url,
+        "keywords": "; ".join(paper.keywords), "year": paper.year if paper.year is not None else -1,
+        "source": _source_key(paper.source), "position": paper.position, "hash": paper.content_hash,
+        "chunks": n_chunks, "chunking": chunking, "sentences": n_sentences,
+        "has_abstract": paper.has_abstract, "enriched_from": paper.enriched_from,
+    }
+
+
+def _holder_key(source: str) -> str:
+    return "src_" + hashlib.sha256(source.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def _holder_fields(holders: dict[str, int], old: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The metadata naming the files that hold a paper (see the module docstring). Keys of files in the stored
+    metadata `old` that no longer hold it are set to None, which removes them in an update."""
+    fields: dict[str, Any] = {key: None for key in old or {} if key.startswith(("src_", "pos_"))}
+    for source, position in holders.items():
+        key = _holder_key(source)
+        fields[key], fields["pos_" + key[4:]] = source, position
+    return fields
+
+
+def _holders(meta: dict[str, Any]) -> dict[str, int]:
+    """The files that hold a stored paper and its position in each; a paper stored before these were kept is held
+    by its `source` alone."""
+    found = {value: int(meta.get("pos_" + key[4:], 0)) for key, value in meta.items() if key.startswith("src_")}
+    return found or ({meta["source"]: int(meta.get("position", 0))} if meta.get("source") else {})
+
+
+def _held_by(paper: Paper, old: dict[str, Any] | None, mirrored: set[str]) -> dict[str, int]:
+    """The files that hold `paper` after this ingest: those it was just read from, and those it was stored with
+    that were not read again in full (a file with a broken record may still hold it)."""
+    kept = {source: n for source, n in _holders(old or {}).items() if source not in mirrored}
+    return kept | {_source_key(source): n for source, n in ((paper.source, paper.position), *paper.also_in)}
+
+
+def _release(meta: dict[str, Any], holders: dict[str, int]) -> dict[str, Any]:
+    """The metadata update for a stored paper that only `holders` still hold. If it was shown from a file that
+    dropped it, it is shown from one of them instead (and an untitled paper relabelled by that file and place)."""
+    update = _holder_fields(holders, meta)
+    if meta.get("source") not in holders:
+        source = min(holders)
+        update.update(source=source, position=holders[source])
+        if not meta.get("title"):
+            update["label"] = f"{Path(source).name} #{holders[source]}"
+    return update
+
+
+def _stored(pid: str, abstract: str, meta: dict[str, Any]) -> StoredPaper:
+    year = meta.get("year", -1)
+    return StoredPaper(
+        paper_id=pid, abstract=abstract or "", title=meta.get("title", ""), label=meta.get("label", pid),
+        authors=tuple(a for a in str(meta.get("authors", "")).split("; ") if a),
+        decision=meta.get("decision", ""), venue=meta.get("venue", ""), url=meta.get("url", ""),
+        year=year if isinstance(year, int) and year >= 0 else None, source=meta.get("source", ""),
+        content_hash=meta.get("hash", ""), sentences=int(meta.get("sentences", 0)),
+        has_abstract=bool(meta.get("has_abstract", True)), enriched_from=meta.get("enriched_from", ""),
+    )
+
+
+def _source_key(source: str) -> str:
+    return str(Path(source).resolve()) if source else ""
+
+
+def _parts(items: list[str]) -> Iterable[list[str]]:
+    for start in range(0, len(items), _IN_LIMIT):
+        yield items[start:start + _IN_LIMIT]

@@ -1,0 +1,1 @@
+"""rag.web: the Gradio web chat, a thin shell over `rag.engine.Engine`."""

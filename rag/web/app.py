@@ -1,0 +1,487 @@
+"""The web chat: Gradio Blocks over `Engine.stream`, a thin shell that only renders what the library returns
+(the rendering itself is `rag.web.render`; the HTTP-level protections are `rag.web.guard`).
+
+- The answer streams into the chat; each [n] links to a source card (title or label, authors, decision badge,
+  OpenReview link, the best-matching snippet with the question's terms highlighted, the score, and the whole
+  abstract on expand). Latency, tokens and which mode answered show under each answer.
+- Filters (decision, author; those written in the question show as chips above the box, a click asks again
+  without), the number of papers, example questions, export (Markdown, JSON; written when clicked), feedback
+  (one JSON line per answer in the data dir, the file bounded), "Add papers" (upload, ingested like `rag ingest`,
+  so many times an hour per session and in all), the progress of a
+  background ingest, and named API endpoints `/ask` returning the `Answer` as JSON and `/related` (a paper's
+  nearest papers). Each source card lists its 5 related papers on expand; the map of the collection
+  (`rag.web.mapview`) sits under the chat.
+- Per-session state only: Gradio hands each browser session its own history and answers; the engine keeps none.
+- Safety: binds 127.0.0.1 unless RAG_HOST says otherwise, optional login (RAG_AUTH=user:password), never
+  `share`, analytics off (rag/__init__.py). Paper, model and user text is shown as text, never as live markup
+  (`rag.web.render.inert`); errors shown to users never carry server paths (`public_message`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import rag  # noqa: F401  (switches telemetry off before gradio is imported)
+import gradio as gr
+
+from rag.errors import RagError, one_line
+from rag.store.ingest import SUPPORTED_SUFFIXES
+from rag.generation.cost import answer_cost
+from rag.answering.records import Answer, Delta, Restart
+from rag.engine import Engine, QuestionError, check_k
+from rag.web.guard import Guard, LoginThrottle, allowed_hosts
+from rag.web.mapview import MapPanel, warm as warm_map
+from rag.web.render import CSS, answer_markdown, export_markdown, inert, sources_panel
+from rag.web.session import ModelMenu, session_line
+
+log = logging.getLogger("rag.web")
+
+EXAMPLES = [
+    "Is there work on making sparse autoencoders cheaper to train?",
+    "Which papers use diffusion models for image restoration?",
+    "How can language models evaluate their own answers without looking at the output?",
+    "Which papers propose benchmarks for multilingual language models?",
+]
+DECISIONS = ["Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)"]
+
+# ---- the app ----------------------------------------------------------------------------------------------
+
+EXPORT_MAX_AGE = 3600  # seconds an export folder (and Gradio's cached copy of it) is kept
+MAX_UPLOAD = "50mb"  # per file (Gradio's max_file_size); the whole upload request has the same cap (rag.web.guard)
+# The feedback file stops growing at this size (a line is ~2 KB: some 10,000 votes), each text in it cut to this.
+FEEDBACK_MAX_BYTES = 20 * 1024 * 1024
+FEEDBACK_TEXT_CHARS = 20_000
+# "Add papers": uploads one browser session may make in an hour, and all sessions together (a client picks its
+# own session id, so the second bounds what rotating ids can cost: each upload is capped in records by ingest).
+UPLOADS_PER_SESSION_HOUR, UPLOADS_PER_HOUR = 10, 60
+
+
+def public_message(exc: BaseException, settings) -> str:
+    """What a web user is told about an error: the library's one-line message for expected errors, with the
+    server's paths taken out (they are for whoever runs the server, whose console and CLI show them); a generic
+    line for anything unexpected, whose traceback goes to the server log only."""
+    if isinstance(exc, RagError):
+        return _without_paths(one_line(exc), settings)
+    log.error("unexpected error while answering", exc_info=exc)
+    return "Something went wrong while answering; the server's log has the details. Please try again."
+
+
+def _without_paths(text: str, settings) -> str:
+    for path in sorted({str(settings.data_dir), str(Path(settings.data_dir).resolve()),
+                        str(settings.chroma_path), str(Path(settings.chroma_path).resolve())}, key=len, reverse=True):
+        text = text.replace(path, "<data dir>")
+    return re.sub(r"(?<![\w.])/(?:[\w.-]+/)+[\w.-]*", "<path>", text)
+
+
+def indexing_line(engine: Engine) -> str:
+    """The line above the chat while the collection is indexed in the background, and once it is done."""
+    state = engine.indexing
+    if state.running and state.total:
+        searchable = len(engine.retriever.state.papers)
+        return (f"*Indexing the collection: {searchable:,} of {state.total:,} papers indexed; answers meanwhile "
+                "search those indexed so far.*")
+    if state.running:
+        return "*Reading the collection to index…*"
+    if state.failed:
+        return f"*{inert(_without_paths(state.summary, engine.settings))}*"
+    if state.summary:
+        return f"*{len(engine.retriever.state.papers):,} papers indexed.*"
+    return ""
+
+
+def _sweep(root: Path, max_age: float, only: Path | None = None) -> None:
+    """Remove the folders under `root` (or just `only`) not written for `max_age` seconds: other sessions' old
+    exports, or the export folders of earlier server processes."""
+    now = time.time()
+    for folder in [only] if only else root.iterdir():
+        try:
+            if now - folder.stat().st_mtime > max_age:
+                shutil.rmtree(folder, ignore_errors=True)
+        except OSError:
+            pass
+
+
+@dataclass
+class Page:
+    """The components the handlers write to, so they can yield {component: value} and say what changes."""
+
+    chatbot: gr.Chatbot
+    answers: gr.State
+    cards: gr.HTML
+    export_md: gr.DownloadButton
+    export_json: gr.DownloadButton
+    box: gr.Textbox
+    export_id: gr.State
+    spent: gr.Markdown
+    chips: list[gr.Button]  # one per kind of filter a question can set: "decisions", "author"
+
+
+QUESTION_FILTERS = ("decisions", "author")
+
+
+class ChatApp:
+    """The page's event handlers and the server-side state they share (exports, feedback file, model menu).
+    `build` lays out the components and wires them to these methods; the methods render what the engine returns."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.settings = engine.settings
+        self.feedback_path = Path(self.settings.data_dir) / "feedback.jsonl"
+        self.feedback_lock = threading.Lock()
+        self.rated: set[str] = set()  # answers (by content hash) with feedback saved by this process
+        self.upload_lock = threading.Lock()
+        self.uploads: dict[str, deque[float]] = {}  # each session's upload times in the last hour
+        self.uploads_all: deque[float] = deque()
+        for old in Path(tempfile.gettempdir()).glob("rag-export-*"):  # export folders of servers long gone
+            _sweep(old.parent, EXPORT_MAX_AGE, only=old)
+        self.export_root = Path(tempfile.mkdtemp(prefix="rag-export-")).resolve()
+        self.menu = ModelMenu(engine)
+        self.page: Page | None = None  # set by `build`
+
+    def stream_answer(self, message: str, history: list[dict], answers: list[dict], decisions: list[str],
+                      author: str, k: float, export_id: str, model: str | None = None,
+                      question_filters: tuple[str, ...] = QUESTION_FILTERS):
+        """Ask, streaming the answer into the chat; then the cards and filter chips of the answer."""
+        page = self.page
+        assert page is not None
+        answers, history = list(answers or []), list(history or [])
+        # Earlier turns come from the answers kept server-side, not from the chat's rendered Markdown.
+        turns = [t for a in answers for t in ({"role": "user", "content": a["question"]},
+                                              {"role": "assistant", "content": a["answer"],
+                                               "paper_ids": [c["paper_id"] for c in a["citations"]]})]
+        export_id = export_id or secrets.token_urlsafe(16)  # the export folder's name: the server's, not the client's
+        history += [{"role": "user", "content": inert(message)}, {"role": "assistant", "content": ""}]
+        text = ""
+        try:
+            for event in self.menu.engine_for(model).stream(
+                    message, history=turns, k=check_k(k), decision=decisions or None, author=author or None,
+                    question_filters=question_filters):
+                if isinstance(event, Delta):
+                    text += event.text
+                    history[-1] = {"role": "assistant", "content": inert(text)}
+                    yield {page.chatbot: history, page.box: "", page.export_id: export_id}
+                elif isinstance(event, Restart):
+                    text = ""
+                elif isinstance(event, Answer):
+                    record = event.to_dict()
+                    record["cost_usd"] = answer_cost(record["usage"], self.settings)
+                    answers.append(record)
+                    history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1)}
+                    yield {page.chatbot: history, page.answers: answers,
+                           page.cards: sources_panel(answers, self.related_of(answers)),
+                           page.box: "", page.export_id: export_id, **self.chip_updates(record)}
+        except Exception as exc:  # the message says what to do; the question stays in the conversation
+            history[-1] = {"role": "assistant", "content": inert(public_message(exc, self.settings))}
+            yield {page.chatbot: history, page.box: "", page.export_id: export_id}
+
+    def chip_updates(self, record: dict | None) -> dict:
+        """Show a removable chip for each filter the question's words set ("× Accept (Oral)"), hide the others."""
+        assert self.page is not None
+        filters = (record or {}).get("filters") or {}
+        set_by_question = filters.get("from_question") or []
+        labels = {"decisions": "× " + " or ".join(filters.get("decisions") or []),
+                  "author": f"× by {filters.get('author') or ''}"}
+        return {chip: gr.Button(value=labels[kind], visible=kind in set_by_question)
+                for chip, kind in zip(self.page.chips, QUESTION_FILTERS)}
+
+    def without_filter(self, kind: str):
+        """A chip's click handler: ask the last question again without the filter its words set."""
+        def handler(history, answers, decisions, author, k, export_id, model):
+            if not answers:
+                return
+            keep = tuple(f for f in QUESTION_FILTERS if f != kind)
+            yield from self.stream_answer(answers[-1]["question"], history, answers, decisions, author, k,
+                                          export_id, model, question_filters=keep)
+        handler.__name__ = f"without_{kind}"
+        return handler
+
+    def write_export(self, answers: list[dict], export_id: str, kind: str) -> str:
+        """The session's conversation as a file ("md" or "json"), written when its export button is clicked, in
+        one folder per browser session. Written on the click, not after each answer: Gradio keeps a copy of every
+        version of a file handed to the page (named by its content), and re-exporting the whole conversation
+        after each answer filled 519 MB in 103 s. A click with no new answer hands out the same file again (same
+        content, so no new copy). The folder's name is a random id the server made (never the client's session
+        hash), and folders untouched for an hour are removed; Gradio's cached copies go by `delete_cache`."""
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", export_id):
+            raise ValueError("bad export id")
+        folder = (self.export_root / export_id).resolve()
+        if folder.parent != self.export_root.resolve():
+            raise ValueError("bad export id")
+        _sweep(self.export_root, max_age=EXPORT_MAX_AGE)
+        folder.mkdir(exist_ok=True)
+        path = folder / f"conversation.{kind}"
+        if kind == "md":
+            text = export_markdown(answers)
+        else:
+            try:  # the same answers as the file written before: keep it (its "exported" time included)
+                if json.loads(path.read_text(encoding="utf-8"))["answers"] == answers:
+                    return str(path)
+            except (OSError, ValueError, KeyError, TypeError):
+                pass
+            text = json.dumps({"exported": time.strftime("%Y-%m-%dT%H:%M:%S"), "answers": answers},
+                              ensure_ascii=False, indent=1)
+        if not (path.exists() and path.read_text(encoding="utf-8") == text):
+            path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    def exporter(self, kind: str):
+        """An export button's click handler: the file for the hidden download button that the page then clicks."""
+        def handler(answers: list[dict], export_id: str):
+            if not answers:
+                gr.Info("Nothing to export yet: ask a question first.", duration=3)
+                return None, export_id
+            export_id = export_id or secrets.token_urlsafe(16)
+            return self.write_export(answers, export_id, kind), export_id
+        handler.__name__ = f"export_{kind}"
+        return handler
+
+    def on_feedback(self, answers: list[dict], data: gr.LikeData, request: gr.Request):
+        """One line per answer in the feedback file (the first vote on it; later clicks on the same answer add
+        nothing), and nothing once the file has reached FEEDBACK_MAX_BYTES: 300 clicks in 3 s appended 300 lines."""
+        turn = data.index if isinstance(data.index, int) else data.index[0]
+        number = turn // 2  # messages alternate: question, answer
+        if not isinstance(number, int) or not answers or not 0 <= number < len(answers):
+            return
+        answer = answers[number]
+        key = hashlib.sha256(json.dumps(answer, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        liked = data.liked if isinstance(data.liked, bool) else str(data.liked).lower() in ("like", "true")
+        line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S"), "session": getattr(request, "session_hash", None),
+                "helpful": liked, "question": answer["question"][:FEEDBACK_TEXT_CHARS],
+                "answer": answer["answer"][:FEEDBACK_TEXT_CHARS], "mode": answer["mode"], "model": answer["model"],
+                "cited": [c["paper_id"] for c in answer["citations"]]}
+        with self.feedback_lock:
+            if key in self.rated:
+                gr.Info("Feedback on this answer is already saved.", duration=3)
+                return
+            try:
+                full = self.feedback_path.stat().st_size >= FEEDBACK_MAX_BYTES
+            except OSError:
+                full = False
+            if full:
+                log.warning("%s has reached %d MB: feedback is no longer saved (move the file away to go on)",
+                            self.feedback_path, FEEDBACK_MAX_BYTES // 1024 // 1024)
+                gr.Info("Feedback is not being saved right now (the server's feedback file is full).", duration=5)
+                return
+            with self.feedback_path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(line, ensure_ascii=False) + "\n")
+            self.rated.add(key)
+        gr.Info("Thanks, feedback saved.", duration=3)
+
+    def add_papers(self, files: list | None, request: gr.Request | None = None):
+        """Ingest uploaded files like `rag ingest`; the report names the uploaded files, not server paths. At most
+        UPLOADS_PER_SESSION_HOUR uploads per browser session and UPLOADS_PER_HOUR in all per hour."""
+        engine = self.engine
+        paths = [Path(getattr(f, "name", f)) for f in files or []]
+        if not paths:
+            return "", indexing_line(engine)
+        if engine.indexing.running:
+            return ("The collection is still being indexed; add your papers when that has finished (the line "
+                    "above shows the progress).", indexing_line(engine))
+        wait = self.upload_slot(str(getattr(request, "session_hash", None) or ""))
+        if wait:
+            return wait, indexing_line(engine)
+        try:
+            stats = engine.ingest(paths)
+        except Exception as exc:
+            return inert(public_message(exc, self.settings)), indexing_line(engine)
+        names = {str(p): p.name for p in paths}
+        lines = [f"**Added papers** from {inert(', '.join(p.name for p in paths))}: {inert(stats.summary())}."]
+        for problem in stats.problems:
+            for path, name in names.items():
+                problem = problem.replace(path, name)
+            lines.append(f"- skipped {inert(problem)}")
+        return "\n".join(lines), indexing_line(engine)
+
+    def upload_slot(self, session: str) -> str:
+        """"" when this session may upload now (the upload is then counted), else what to do instead."""
+        now = time.monotonic()
+        with self.upload_lock:
+            for times in [self.uploads_all, *self.uploads.values()]:
+                while times and now - times[0] > 3600:
+                    times.popleft()
+            for name in [n for n, t in self.uploads.items() if not t]:
+                del self.uploads[name]
+            mine = self.uploads.setdefault(session, deque())
+            for times, limit, whose in ((mine, UPLOADS_PER_SESSION_HOUR, "This session has"),
+                                        (self.uploads_all, UPLOADS_PER_HOUR, "All sessions together have")):
+                if len(times) >= limit:
+                    minutes = max(1, round((3600 - (now - times[0])) / 60))
+                    return (f"{whose} added papers {limit} times in the last hour; try again in {minutes} min, "
+                            "or ask whoever runs the server to add them with `rag ingest`.")
+            mine.append(now)
+            self.uploads_all.append(now)
+        return ""
+
+    def ask_api(self, question: str, history: list[dict] | None = None, k: int = 5,
+                decisions: list[str] | None = None, author: str = "") -> dict:
+        """Answer a question from the indexed abstracts. history: [{"role": "user"|"assistant", "content": ...,
+        "paper_ids": [...] (optional: the papers that answer cited)}]; k: papers to retrieve (1-50); decisions:
+        e.g. ["Accept (Oral)"] or ["oral"]; author: part of a name. Filters written in the question ("orals on
+        X", "papers by Y") apply when these are not given. Returns the Answer as JSON: answer, answer_type,
+        filters, mode, abstained, citations, sources, timings."""
+        try:
+            return self.engine.ask(question, history=history, k=k, decision=decisions or None,
+                                   author=author or None).to_dict()
+        except Exception as exc:
+            raise gr.Error(public_message(exc, self.settings), print_exception=False) from None
+
+    def related_of(self, answers: list[dict]) -> dict[str, list[dict]]:
+        """The 5 nearest papers of every source shown (`rag.explore.related`), for the cards' "Related" lists."""
+        out: dict[str, list[dict]] = {}
+        for pid in {s["paper_id"] for a in answers for s in a["sources"]}:
+            try:
+                out[pid] = self.engine.related(pid, 5).to_dict()["related"]
+            except RagError:  # a paper no longer in the index
+                pass
+        return out
+
+    def related_api(self, paper: str, k: int = 5) -> dict:
+        """The papers nearest a paper by whole-paper vector. paper: its id, its title, or words of its title only
+        one paper has; k: how many (1-50). Returns {"paper": {...}, "related": [{..., "score"}]}, best first."""
+        try:
+            return self.engine.related(paper, k).to_dict()
+        except Exception as exc:
+            raise gr.Error(public_message(exc, self.settings), print_exception=False) from None
+
+    def topics_api(self, points: bool = False) -> dict:
+        """The topic clusters of the collection (as `rag topics --json`): size, decision mix, label terms, example
+        papers; with points=true also the map: each paper's id, x, y (0..1) and topic number."""
+        try:
+            if points is not None and not isinstance(points, bool):
+                raise QuestionError(f"points must be true or false, got {str(points)[:40]!r}.")
+            return self.engine.topics().summary(points=bool(points))
+        except Exception as exc:
+            raise gr.Error(public_message(exc, self.settings), print_exception=False) from None
+
+    def reset(self) -> dict:
+        assert self.page is not None
+        page = self.page
+        return {page.chatbot: [], page.answers: [], page.cards: sources_panel([]), page.export_md: None,
+                page.export_json: None, page.spent: "", **self.chip_updates(None)}
+
+
+def build(engine: Engine) -> gr.Blocks:
+    """Lay out the page and wire its events to a `ChatApp`'s handlers."""
+    app = ChatApp(engine)
+    settings, menu = engine.settings, app.menu
+    mode = (f"Answers written by **{inert(settings.llm_model or '')}** from the retrieved abstracts"
+            + (" (another model can be chosen under Model)" if menu.several else "")
+            if settings.llm_enabled else "**Extractive — no LLM configured**: answers quote the retrieved abstracts")
+    with gr.Blocks(title="Ask the ICLR 2025 abstracts", analytics_enabled=False,
+                   delete_cache=(EXPORT_MAX_AGE // 2, EXPORT_MAX_AGE)) as demo:
+        answers = gr.State([])
+        export_id = gr.State("")
+        gr.Markdown(f"## Ask the ICLR 2025 abstracts\n{mode}. Every claim cites a retrieved paper as [n].",
+                    elem_id="header")
+        progress = gr.Markdown(indexing_line(engine), elem_id="indexing")
+        with gr.Row():
+            with gr.Column(scale=3):
+                # latex_delimiters=[]: TeX from papers is shown as plain text (`rag.web.render.plain`), never typeset
+                # by KaTeX from a paper's own `$$...$$` (which could draw over the page).
+                chatbot = gr.Chatbot(label="Conversation", height=560, elem_id="chat", sanitize_html=True,
+                                     latex_delimiters=[],
+                                     feedback_options=("Like", "Dislike"), buttons=["copy"])
+                with gr.Row(elem_id="chips"):  # filters the last question's words set; a click asks without it
+                    chips = [gr.Button("", size="sm", visible=False, elem_id=f"chip-{kind}", elem_classes="chip")
+                             for kind in QUESTION_FILTERS]
+                with gr.Row():
+                    box = gr.Textbox(placeholder="Ask about the papers…", show_label=False, scale=6,
+                                     elem_id="question", max_length=100_000, submit_btn=False)
+                    send = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
+                gr.Examples(EXAMPLES, inputs=box, label="Examples")
+                with gr.Row():
+                    export_buttons = [gr.Button("Export Markdown", elem_id="export-md", size="sm"),
+                                      gr.Button("Export JSON", elem_id="export-json", size="sm")]
+                    # The files, made on the click (ChatApp.write_export) and downloaded by these hidden buttons.
+                    export_md = gr.DownloadButton("Markdown file", elem_id="export-md-file", visible="hidden")
+                    export_json = gr.DownloadButton("JSON file", elem_id="export-json-file", visible="hidden")
+                    clear = gr.Button("New conversation", size="sm", elem_id="clear")
+                    upload = gr.UploadButton("Add papers", size="sm", elem_id="add-papers", file_count="multiple",
+                                             file_types=sorted(SUPPORTED_SUFFIXES))
+                spent = gr.Markdown("", elem_id="session-totals")
+                added = gr.Markdown("", elem_id="added")
+            with gr.Column(scale=2):
+                model = gr.Dropdown(menu.choices, value=menu.default or None, label="Model", elem_id="model",
+                                    visible=menu.several, interactive=True)
+                with gr.Accordion("Filters", open=True):
+                    decisions = gr.CheckboxGroup(DECISIONS, label="Decision (none = all)", elem_id="decision")
+                    author = gr.Textbox(label="Author name contains", elem_id="author")
+                    k = gr.Slider(1, 20, value=settings.k, step=1, label="Papers to retrieve", elem_id="k")
+                cards = gr.HTML(sources_panel([]), elem_id="sources")
+        with gr.Accordion("Map of the collection", open=True, elem_id="map-panel"):
+            mapview = MapPanel(engine)
+            map_html = mapview.render()
+        app.page = Page(chatbot, answers, cards, export_md, export_json, box, export_id, spent, chips)
+
+        outputs = [chatbot, answers, cards, box, export_id, *chips]
+        totals = dict(fn=lambda a: session_line(a, settings), inputs=answers, outputs=spent, api_visibility="private")
+        map_state: dict[str, Any] = dict(fn=mapview.state, inputs=[answers, decisions, author], outputs=map_html,
+                                         api_visibility="private", show_progress="hidden")
+        for trigger in (send.click, box.submit):
+            trigger(app.stream_answer, [box, chatbot, answers, decisions, author, k, export_id, model], outputs,
+                    api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
+                    ).then(**totals).then(**map_state)
+        for chip, kind in zip(chips, QUESTION_FILTERS):
+            chip.click(app.without_filter(kind), [chatbot, answers, decisions, author, k, export_id, model], outputs,
+                       api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
+                       ).then(**totals).then(**map_state)
+        for button, holder, kind in zip(export_buttons, (export_md, export_json), ("md", "json")):
+            button.click(app.exporter(kind), [answers, export_id], [holder, export_id], api_visibility="private",
+                         concurrency_limit=2, concurrency_id="export").then(
+                None, None, None, js=f"() => document.querySelector('#{holder.elem_id}').click()")
+        chatbot.like(app.on_feedback, [answers], None, api_visibility="private")
+        reset_outputs = [chatbot, answers, cards, export_md, export_json, spent, *chips]
+        clear.click(app.reset, None, reset_outputs, api_visibility="private").then(**map_state)
+        chatbot.clear(app.reset, None, reset_outputs, api_visibility="private")  # the chat's trash icon too
+        gr.api(app.ask_api, api_name="ask", concurrency_limit=settings.concurrency, concurrency_id="ask")
+        gr.api(app.related_api, api_name="related", concurrency_limit=settings.concurrency)
+        gr.api(app.topics_api, api_name="topics", concurrency_limit=settings.concurrency)
+        for control in (decisions.change, author.change):
+            control(**map_state)
+        upload.upload(app.add_papers, [upload], [added, progress], api_visibility="private", concurrency_limit=1)
+        timer = gr.Timer(2.0, active=engine.indexing.running)
+        timer.tick(lambda: (indexing_line(engine), gr.Timer(active=engine.indexing.running)), None,
+                   [progress, timer], api_visibility="private", show_progress="hidden")
+    return demo
+
+
+def launch(engine: Engine, block: bool = True, background: list | None = None) -> gr.Blocks:
+    """Load the index, then serve; `background` files are indexed while serving (the bundled list).
+    `block=False` returns at once (tests)."""
+    engine.retriever  # load the embedder and index now, not on the first question
+    if background:
+        engine.index_in_background(background)
+    elif engine.is_empty():
+        print(f"warning: the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first, or add "
+              "papers on the page", flush=True)
+    else:
+        warm_map(engine)  # the map of the collection, ready by the first page load (rag.explore.topicmap)
+    demo = build(engine)
+    auth = None
+    if engine.settings.auth:  # Gradio calls it with exactly the name it compares (rag.web.guard)
+        user, _, password = engine.settings.auth.get_secret_value().partition(":")
+        auth = LoginThrottle({user: password})
+    demo.queue(default_concurrency_limit=engine.settings.concurrency)
+    from starlette.middleware import Middleware
+
+    demo.launch(server_name=engine.settings.host, server_port=engine.settings.port, share=False, auth=auth,
+                prevent_thread_lock=True, ssr_mode=False, mcp_server=False, quiet=True, css=CSS,
+                footer_links=["api"], max_file_size=MAX_UPLOAD,
+                app_kwargs={"middleware": [Middleware(Guard, hosts=allowed_hosts(engine.settings.host,
+                                                                                  engine.settings.allowed_hosts))]})
+    if block:
+        print(f"Serving on http://{engine.settings.host}:{engine.settings.port} (Ctrl-C to stop)", flush=True)
+        demo.block_thread()
+    return demo

@@ -1,0 +1,399 @@
+"""Rendering: pure functions from an `Answer` (as its JSON dict) to what the page and the export show.
+
+Everything a paper, a model or a user wrote passes through `inert` (chat Markdown, exports) or `html.escape`
+(the source cards, plain HTML) and is shown as text, never as live markup; the app adds its own few links after
+escaping. TeX and emphasis from titles and abstracts (`$\\texttt{X}$`, `**T**raining`) are turned into plain
+readable text by `plain` for display only; the JSON keeps the text as stored.
+
+Why the dict and not the `Answer` object: the page keeps each session's answers as the records it exports
+(`Answer.to_dict()` plus the session's `cost_usd`) in `gr.State`, and the exports, the feedback file, the map
+and the session totals read those same records; rendering from them means what the page shows and what the JSON
+export holds cannot drift apart, and the state stays plain JSON.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+from rag.generation.cost import money
+from rag.text import BIDI_CONTROLS, first_sentence, link_label, split_sentences, strip_bidi, tokenize
+
+CSS = """
+.src-card {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 10px 12px; margin: 0 0 10px 0;}
+.src-card:target {outline: 2px solid var(--color-accent); }
+.src-head {display: flex; gap: 8px; align-items: baseline;}
+.src-n {font-weight: 700;}
+.src-title {font-weight: 600;}
+.searched {font-size: 0.85em; opacity: 0.75;}
+.src-preview {font-style: italic; font-size: 0.9em; margin-top: 2px;}
+.src-meta {font-size: 0.85em; opacity: 0.8; margin: 2px 0 6px 0;}
+.badge, .rel-badge {font-size: 0.75em; padding: 1px 6px; border-radius: 10px; border: 1px solid currentColor;
+                    white-space: nowrap;}
+.badge-oral {color: #b45309;} .badge-spotlight {color: #7c3aed;} .badge-poster {color: #2563eb;}
+.src-snippet mark {background: #fde68a; color: inherit; padding: 0 1px;}
+.src-abstract {font-size: 0.9em; margin-top: 6px;}
+.turn-sources > summary {cursor: pointer; margin: 8px 0;}
+.src-more > summary {cursor: pointer; margin: 0 0 10px 0; font-weight: 600;}
+.src-more[open] > summary {display: none;}
+.src-authors > summary {cursor: pointer; display: inline;}
+.src-note {font-size: 0.85em; font-style: italic; opacity: 0.8;}
+sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
+.nearest {margin: 4px 0 0 0; padding-left: 1.2em;}
+.src-related {margin: -6px 0 10px 12px;}
+.src-related > summary {cursor: pointer; font-size: 0.85em;}
+.rel-card {border: 1px solid var(--border-color-primary); border-radius: 8px; margin: 6px 0; padding: 6px 8px;
+           font-size: 0.92em;}
+/* Toasts ("feedback saved") at the bottom left, away from the source cards on the right. */
+.toast-wrap {top: auto !important; bottom: var(--size-4) !important; left: var(--size-3) !important;
+             right: auto !important; align-items: flex-start !important;}
+"""
+
+
+# ---- rendering (pure functions of an Answer) ------------------------------------------------------------
+
+# Text from papers, models and users reaches the page only through `inert`: every character that HTML or
+# Markdown (with GitHub's autolinks) gives a meaning to becomes a numeric character reference, which both show
+# as the character itself and never as markup. So `[x](http://...)`, `![x](...)`, `<img onerror>`, `**bold**`,
+# bare `https://...` / `www.` / `a@b.c` autolinks in an abstract or an answer are shown as typed, not made live.
+# The app's own markup (links from [n] to the source cards, italics for notices) is added after escaping.
+# Bidi embeddings, overrides and isolates are dropped: a title with U+202E would reverse the app's own words after
+# it; right-to-left letters still show right to left without them.
+_BIDI: dict[int, str | None] = dict(BIDI_CONTROLS)
+_INERT = str.maketrans({c: f"&#{ord(c)};" for c in "&<>\"'`[](){}!*_~|#\\:@+-=^"}) | _BIDI
+_WWW = re.compile(r"(?i)\bwww\.")
+_CITED = re.compile(r"&#91;(\d+(?:, \d+)*)&#93;")
+
+
+def inert(text: str) -> str:
+    """`text` as Markdown/HTML source that renders exactly as `text`, with nothing live in it."""
+    return _WWW.sub(lambda m: m.group(0)[:3] + "&#46;", str(text).translate(_INERT))
+
+
+def _esc(text: str) -> str:
+    """Text for the cards' HTML: escaped, and without bidi controls (a title with U+202E would otherwise reverse
+    the card's own words after it)."""
+    return html.escape(strip_bidi(str(text)))
+
+# Words of a question that say what kind of question it is rather than what it is about: never highlighted.
+_GENERIC = set(tokenize(["paper papers work works use used using make made method methods approach propose "
+                          "proposed study new show shown way there which what who whom whose how why where when "
+                          "does do did is are was were can could should would will any some about list find "
+                          "tell me give explain describe iclr 2025 model models"])[0])
+
+
+def highlight(text: str, question: str) -> str:
+    """HTML-escaped `text` with the words that share a stem with the question's content terms in <mark>."""
+    terms = set(tokenize([question])[0]) - _GENERIC
+    out = []
+    for piece in re.split(r"(\w[\w-]*)", text):
+        if piece and re.match(r"\w", piece) and set(tokenize([piece])[0]) & terms:
+            out.append(f"<mark>{html.escape(piece)}</mark>")
+        else:
+            out.append(html.escape(piece))
+    return "".join(out).translate(_BIDI)
+
+
+def _badge(decision: str, cls: str = "badge") -> str:
+    kind = next((k for k in ("Oral", "Spotlight", "Poster") if k in decision), "")
+    label = kind or decision
+    return f'<span class="{cls} badge-{kind.lower()}">{_esc(label)}</span>' if label else ""
+
+
+CARDS_PER_PAGE = 5  # source cards shown at first; each "Show more" shows this many more
+
+
+def source_cards(answer: dict, turn: int, related: dict[str, list[dict]] | None = None) -> str:
+    """The cards of one answer's sources: cited ones first, then the rest of what was retrieved. The first
+    CARDS_PER_PAGE are shown; the others come CARDS_PER_PAGE at a time behind nested "Show more" <details> (no
+    script: a [n] link to a card not yet shown opens its <details>, as browsers do for a fragment inside one).
+    `related`: each paper's nearest papers (`rag.explore.related`), listed under its card's "Related"."""
+    cited = {c["n"] for c in answer["citations"]}
+    ordered = sorted(answer["sources"], key=lambda s: (s["n"] not in cited, s["n"]))
+    cards = [_card(s, turn, answer["question"], s["n"] in cited, (related or {}).get(s["paper_id"]))
+             for s in ordered]
+    html_out = ""
+    for start in reversed(range(CARDS_PER_PAGE, len(cards), CARDS_PER_PAGE)):  # innermost page first
+        end = min(start + CARDS_PER_PAGE, len(cards))
+        html_out = (f'<details class="src-more"><summary>Show {end - start} more sources ({start + 1}–{end} of '
+                    f'{len(cards)})</summary>' + "\n".join(cards[start:end]) + html_out + "</details>")
+    return "\n".join(cards[:CARDS_PER_PAGE] + ([html_out] if html_out else []))
+
+
+def related_list(related: list[dict] | None) -> str:
+    """The "Related" control under a card (after it, so a card's own links and badges stay its own): the nearest
+    papers (`rag.explore.related.Related.to_dict()["related"]`), each as a small card of its own, shown on expand.
+    Escaped like every card."""
+    if not related:
+        return ""
+    return (f'<details class="src-related"><summary>Related ({len(related)})</summary>'
+            + "".join(paper_card(r) for r in related) + "</details>")
+
+
+def paper_card(p: dict, related: list[dict] | None = None) -> str:
+    """A paper's card outside an answer (a related paper, a point of the map): title, decision, authors, link,
+    similarity, first sentence, the abstract on expand, and its own related papers when given."""
+    link = _openreview(p.get("url") or "")
+    score = f' · similarity {p["score"]:.2f}' if isinstance(p.get("score"), (int, float)) else ""
+    if p.get("has_abstract", True) and p.get("abstract"):
+        body = _preview(p["abstract"]) + _abstract(p["abstract"])
+    else:
+        body = TITLE_ONLY
+    return (f'<div class="rel-card" data-paper="{html.escape(p["paper_id"], quote=True)}">'
+            f'<div class="src-head"><span class="src-title">{_esc(plain(p["title"]))}</span>'
+            f'{_badge(p.get("decision") or "", "rel-badge")}</div>'
+            f'<div class="src-meta">{_authors(p)}{link}{score}</div>{body}</div>{related_list(related)}')
+
+
+def _card(s: dict, turn: int, question: str, cited: bool, related: list[dict] | None = None) -> str:
+    link = _openreview(s["url"])
+    if s.get("has_abstract", True):
+        body = (("" if s["has_title"] else _preview(s["text"]))
+                + f'<div class="src-snippet">{highlight(plain(s["snippet"]), question)}</div>' + _abstract(s["text"]))
+    else:
+        body = TITLE_ONLY
+    return (f'<div class="src-card" id="src-{turn}-{s["n"]}">'
+            f'<div class="src-head"><span class="src-n">[{s["n"]}]</span>'
+            f'<span class="src-title">{_esc(plain(s["title"]))}</span>{_badge(s["decision"])}</div>'
+            f'<div class="src-meta">{_authors(s)}{link} · score {s["score"]:.2f}{" · cited" if cited else ""}</div>'
+            f"{body}</div>{related_list(related)}")
+
+
+TITLE_ONLY = '<div class="src-note">Title and authors only: the sources have no abstract for this paper.</div>'
+
+
+def _openreview(url: str) -> str:
+    """" · OpenReview", linking the paper's own page (an http/https URL, see `_link`), or nothing. Only a link to
+    openreview.net is called OpenReview; any other shows its host (" · example.org"), so a record cannot pass
+    its own site off as the paper's OpenReview page."""
+    label = link_label(url) if _link(url) else ""
+    return (f' · <a href="{html.escape(url, quote=True)}" target="_blank" rel="noopener noreferrer">'
+            f'{_esc(label)}</a>' if label else "")
+
+
+def _preview(abstract: str) -> str:
+    return f'<div class="src-preview">{_esc(plain(first_sentence(abstract)))}</div>'
+
+
+def _abstract(abstract: str) -> str:
+    return f'<details class="src-abstract"><summary>Abstract</summary>{_esc(plain(abstract))}</details>'
+
+
+# A card shows at most this many authors (the first 8, the rest on expand), each cut to NAME_CHARS: a record with
+# 2,500 two-kilobyte "authors" made a 5 MB sources panel per answer. The bundled ICLR 2025 list's longest has 83
+# names, its longest name 40 characters; the JSON export keeps every name.
+AUTHORS_SHOWN, NAME_CHARS = 100, 120
+
+
+def _authors(s: dict) -> str:
+    """The authors: the first 8 shown, the rest (up to AUTHORS_SHOWN) on expand. The bundled ICLR 2025 list does not
+    know the papers' author order (its source lists names partly alphabetically), so its cards say so."""
+    every = s["authors"]
+    names = [_esc(a if len(a) <= NAME_CHARS else a[:NAME_CHARS - 1] + "…") for a in every[:AUTHORS_SHOWN]]
+    if not names:
+        return "authors unknown"
+    unordered = bool(s.get("enriched_from")) or str(s.get("venue", "")).startswith("ICLR 2025")
+    label = "Authors (order not known): " if unordered else ""
+    if len(names) <= 8:
+        return label + ", ".join(names)
+    rest = ", ".join(names[8:]) + (f" … and {len(every) - len(names)} more" if len(every) > len(names) else "")
+    return (f'<details class="src-authors"><summary>{label}{", ".join(names[:8])} … '
+            f'(+{len(every) - 8})</summary>{rest}</details>')
+
+
+def sources_panel(answers: list[dict], related: dict[str, list[dict]] | None = None) -> str:
+    if not answers:
+        return '<p class="src-empty">Sources of the latest answer appear here.</p>'
+    latest = len(answers) - 1
+    parts = [f"<h3>Sources of answer {latest + 1}</h3>", source_cards(answers[latest], latest, related)]
+    for turn in range(latest - 1, -1, -1):
+        parts.append(f'<details class="turn-sources"><summary>Sources of answer {turn + 1}: '
+                     f'{_esc(answers[turn]["question"][:80])}</summary>'
+                     f"{source_cards(answers[turn], turn, related)}</details>")
+    return "\n".join(parts)
+
+
+def answer_markdown(answer: dict, turn: int) -> str:
+    """The chat message of a finished answer: escaped text with [n] linked to its card, notices, a footer. A
+    refusal lists the nearest papers as links to their cards and to OpenReview."""
+    text = _CITED.sub(lambda m: "[" + ", ".join(
+        f'<a href="#src-{turn}-{n}">{n}</a>' for n in m.group(1).split(", ")) + "]",
+        _marked(answer["answer"], answer.get("unsupported") or [], _own_markers(answer)))
+    text = text.replace(_OPEN, "&#91;").replace(_CLOSE, "&#93;")
+    text = text.replace("\n\n", "\x00").replace("\n", "  \n").replace("\x00", "\n\n")  # list lines stay lines
+    parts = [f"*{inert(n)}*" for n in answer["notices"]]
+    parts.append(text)
+    searched = search_line(answer)
+    if searched:
+        parts.append(f'<span class="searched">{searched}</span>')
+    if answer["abstained"] and answer["sources"]:
+        parts.append("Nearest papers:\n\n" + "\n".join(
+            f'- <a href="#src-{turn}-{s["n"]}">[{s["n"]}]</a> {inert(plain(s["title"]))}'
+            + _openreview(s["url"]) for s in answer["sources"][:5]))
+    if answer["fabricated"]:
+        parts.append(f"*Removed {answer['fabricated']} citation(s) to papers that were not retrieved.*")
+    if answer.get("unsupported"):
+        parts.append(f"<sub>{UNSUPPORTED_MARK.strip()} the sources it cites do not clearly support this sentence "
+                     "(a number, a name or a claim not found in their abstracts): check it there.</sub>")
+    parts.append(f"<sub>{inert(footer(answer))}</sub>")
+    return "\n\n".join(parts)
+
+
+def search_line(answer: dict) -> str:
+    """What was searched, when it is not the question as typed: the filters the question's words set, the
+    previous answer's papers a follow-up was answered from, the words searched. Escaped."""
+    bits = []
+    filters = answer.get("filters") or {}
+    if "decisions" in filters.get("from_question", []):
+        bits.append("only " + " or ".join(inert(d) for d in filters["decisions"])
+                    + (", then any decision (none matched)" if "decisions" in filters.get("widened", []) else ""))
+    if "author" in filters.get("from_question", []):
+        bits.append(f"only papers by {inert(filters['author'])}")
+    if answer.get("focus"):
+        n = len(answer["focus"])
+        bits.append(f"within the previous answer's {'paper' if n == 1 else f'{n} papers'}")
+    if answer.get("retrieval_query"):
+        bits.append(f"“{inert(answer['retrieval_query'])}”")
+    return "Searched: " + "; ".join(bits) if bits else ""
+
+
+# After each sentence of an LLM answer that the support check (`rag.generation.support`) could not match to its sources:
+# a quiet mark, explained once under the answer. The sentence itself stays.
+UNSUPPORTED_MARK = ' <sup class="unsupported" title="not clearly supported by the sources it cites">unverified</sup>'
+
+
+def _marked(text: str, unsupported: list[str], shown: str | None = None) -> str:
+    """`shown` (`text` with some characters swapped one for one, by default `text` itself) made inert, with
+    UNSUPPORTED_MARK after each of the `unsupported` sentences of `text` (in text order)."""
+    shown = text if shown is None else shown
+    out, at = [], 0
+    for sentence in unsupported:
+        start = text.find(sentence, at)
+        if start < 0 or not sentence:
+            continue
+        end = start + len(sentence)
+        out += [inert(plain(shown[at:end])), UNSUPPORTED_MARK]
+        at = end
+    out.append(inert(plain(shown[at:])))
+    return "".join(out)
+
+
+# Only the app's own citation markers become links to cards. A "[2]" inside a quoted abstract (its own reference
+# list's numbering) or a number no citation of the answer has stays text: its brackets are swapped, one character
+# for one, for these private-use placeholders, which no link pattern matches and which are shown as "[" and "]".
+_OPEN, _CLOSE = "\ue000", "\ue001"
+_RAW_MARK = re.compile(r"\[(\d+(?:, \d+)*)\]")
+
+
+def _own_markers(answer: dict) -> str:
+    """The answer's text with the brackets of every [n] that is not one of the app's citations swapped for
+    placeholders (same length, so positions in the text still hold): a marker is the app's when all its numbers
+    are citations of the answer (as its JSON lists them) and it is not part of a paper's text quoted verbatim."""
+    text = answer["answer"]
+    if "[" not in text:
+        return text
+    cited = {c["n"] for c in answer.get("citations") or []}
+    quoted = _quoted_spans(text, answer.get("sources") or [])
+
+    def swap(m: re.Match) -> str:
+        own = {int(n) for n in m.group(1).split(", ")} <= cited
+        if own and not any(a <= m.start() and m.end() <= b for a, b in quoted):
+            return m.group(0)
+        return _OPEN + m.group(1) + _CLOSE
+
+    return _RAW_MARK.sub(swap, text)
+
+
+def _quoted_spans(text: str, sources: list[dict]) -> list[tuple[int, int]]:
+    """Where `text` quotes a source's title or a sentence of its abstract that has a bracketed number of its own
+    (the sentence's final punctuation left out: an extractive answer puts its own [n] before it)."""
+    spans = []
+    for s in sources:
+        pieces = [s.get("title") or "", s.get("snippet") or ""]
+        if _RAW_MARK.search(s.get("text") or ""):
+            pieces += split_sentences(s["text"])
+        for piece in pieces:
+            piece = piece.strip().rstrip(".!?。！？").rstrip()
+            if not _RAW_MARK.search(piece) or len(re.sub(r"[\W\d_]", "", piece)) < 8:
+                continue
+            start = text.find(piece)
+            while start >= 0:
+                spans.append((start, start + len(piece)))
+                start = text.find(piece, start + 1)
+    return spans
+
+
+def footer(answer: dict) -> str:
+    t, usage = answer["timings"], answer.get("usage") or {}
+    bits = [f"{answer['model']} (LLM)" if answer["mode"] == "llm" else "extractive"]
+    if "ttft_ms" in t:
+        bits.append(f"first token {t['ttft_ms']:.0f} ms")
+    bits.append(f"{t.get('total_ms', 0):.0f} ms")
+    if usage.get("prompt_tokens") is not None:
+        bits.append(f"{usage['prompt_tokens']} + {usage.get('completion_tokens') or 0} tokens")
+    if answer.get("cost_usd") is not None:
+        bits.append(money(answer["cost_usd"]))
+    if answer["abstained"]:
+        bits.append("not covered by the collection")
+    return " · ".join(bits)
+
+
+def export_markdown(answers: list[dict]) -> str:
+    """The conversation as Markdown. Every text from a paper, a model or the user goes through `inert`, so a
+    Markdown viewer shows `<script>` or `[x](http://...)` in an abstract as text; only the sources' own
+    OpenReview links are live."""
+    lines = ["# Conversation", ""]
+    for i, a in enumerate(answers, start=1):
+        lines += [f"## Q{i}: {inert(a['question'])}", "", _CITED.sub(r"[\1]", inert(plain(a["answer"]))), ""]
+        shown = a["sources"] if a["abstained"] else a["citations"]
+        if shown:
+            lines.append("Nearest papers:" if a["abstained"] else "Sources:")
+        for s in shown:
+            meta = ", ".join(x for x in (inert(s["decision"]), _link(s["url"])) if x)
+            lines.append(f"- [{s['n']}] {inert(plain(s['title']))}" + (f" ({meta})" if meta else ""))
+        lines += ["", f"_{inert(footer(a))}_", ""]
+    return "\n".join(lines)
+
+
+def _link(url: str) -> str:
+    """A source's own link (ingest only lets http/https URLs in) as a Markdown autolink."""
+    return f"<{url}>" if url and re.match(r"^https?://[^\s<>]+$", url) else ""
+
+
+# ---- TeX and emphasis as plain text -------------------------------------------------------------------------
+
+_TEX_SYMBOLS = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "zeta": "ζ",
+    "eta": "η", "theta": "θ", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν", "xi": "ξ", "pi": "π",
+    "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ", "varphi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω",
+    "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Sigma": "Σ", "Phi": "Φ", "Psi": "Ψ", "Omega": "Ω",
+    "ell": "ℓ", "infty": "∞", "times": "×", "cdot": "·", "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥",
+    "neq": "≠", "approx": "≈", "sim": "~", "pm": "±", "to": "→", "rightarrow": "→", "leftarrow": "←",
+    "in": "∈", "sum": "Σ", "prod": "Π", "partial": "∂", "nabla": "∇", "log": "log", "sqrt": "√",
+    "mathbb{R}": "ℝ", "mathbb{E}": "𝔼", "%": "%", "&": "&", "_": "_", "#": "#", "$": "$",
+}
+_TEX_COMMAND = re.compile(r"\\(mathbb\{[A-Z]\}|[A-Za-z]+|[%&_#$])")
+_TEX_WRAPPER = re.compile(r"\\(?:text(?:tt|bf|it|rm|sc|sf)?|math(?:rm|bf|it|tt|sf|cal|frak)|emph|bm|boldsymbol|"
+                          r"operatorname|underline|textsc)\s*\{([^{}]*)\}")
+_MATH = re.compile(r"\$\$?((?:[^$\\]|\\.)+?)\$\$?")
+_EMPHASIS = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<!\w)__(?=\S)(.+?)(?<=\S)__(?!\w)|"
+                       r"(?<![\w*])\*(?=[^\s*])([^*]+?)(?<=\S)\*(?![\w*])")
+_TEXISH = re.compile(r"[\\^_{}]|^[A-Za-z]$")  # what makes $...$ math rather than two prices
+
+
+def plain(text: str) -> str:
+    """Titles and abstracts as readable text: `$\\texttt{BRAID}$` -> BRAID, `$\\ell_p$` -> ℓ_p, `**T**raining` ->
+    Training. For display (cards, answers, exports); never changes what is stored or searched."""
+    if "$" in text or "\\" in text:
+        text = _MATH.sub(lambda m: _detex(m.group(1)) if _TEXISH.search(m.group(1).strip()) else m.group(0), text)
+    if "*" in text or "__" in text:
+        text = _EMPHASIS.sub(lambda m: next(g for g in m.groups() if g is not None), text)
+    return text
+
+
+def _detex(math: str) -> str:
+    for _ in range(3):  # nested wrappers: \mathbf{\textit{x}}
+        math = _TEX_WRAPPER.sub(r"\1", math)
+    math = _TEX_COMMAND.sub(lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), math)
+    math = re.sub(r"([_^])\{([^{}]*)\}", r"\1\2", math)
+    return math.replace("{", "").replace("}", "").strip()

@@ -1,0 +1,217 @@
+"""Exploring the collection on the real seed store: related papers (`rag.explore.related`), the topic map and its
+clusters (`rag.explore.topicmap`), the topics question type, `rag related` / `rag topics`, and the cards' escaping."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from rag.query.intent import parse
+from rag.explore.related import PaperNotFound, explorer, find_paper
+from rag.explore.topicmap import build, fingerprint, label_terms, map_path, topic_map
+from rag.evaluation.harness import related_recall
+from rag.web.mapview import MapPanel
+from rag.web.render import paper_card, sources_panel
+from rag.cli import main
+
+SAE_ID = "k2ZVAzVeMP"  # the seed 000: "Efficient Dictionary Learning with Switch Sparse Autoencoders"
+SAE_TITLE = "Efficient Dictionary Learning with Switch Sparse Autoencoders"
+EVIL_TITLE = '<script>window.__pwned = 1</script>Evil <b>bold</b> title'
+
+
+def test_related_papers_are_the_nearest_by_whole_paper_vector(seed_engine):
+    result = seed_engine.related(SAE_ID, 5)
+    assert result.paper.title == SAE_TITLE
+    ids = [n.paper.paper_id for n in result.related]
+    assert len(ids) == 5 and SAE_ID not in ids and len(set(ids)) == 5
+    scores = [n.score for n in result.related]
+    assert scores == sorted(scores, reverse=True) and -1 <= scores[-1] <= scores[0] <= 1
+    # The scores are the cosines of the stored paper vectors, the first is the best of all papers.
+    got = seed_engine.index.papers.get(include=["embeddings"])
+    vectors = dict(zip(got["ids"], np.asarray(got["embeddings"])))
+    unit = {pid: v / np.linalg.norm(v) for pid, v in vectors.items()}
+    cosines = {pid: float(unit[pid] @ unit[SAE_ID]) for pid in unit if pid != SAE_ID}
+    assert ids[0] == max(cosines, key=cosines.get)
+    assert scores[0] == pytest.approx(cosines[ids[0]], abs=1e-4)
+    assert json.loads(json.dumps(result.to_dict()))["related"][0]["paper_id"] == ids[0]
+    assert [n.paper.paper_id for n in seed_engine.related(SAE_ID, 2).related] == ids[:2]
+
+
+def test_a_paper_is_found_by_id_title_or_a_unique_part_of_its_title(seed_engine):
+    papers = seed_engine.retriever.state.papers
+    assert find_paper(papers, SAE_ID).paper_id == SAE_ID
+    assert find_paper(papers, "  efficient dictionary learning with switch SPARSE autoencoders. ").paper_id == SAE_ID
+    assert find_paper(papers, "Switch Sparse Autoencoders").paper_id == SAE_ID
+    assert find_paper(papers, f"https://openreview.net/forum?id={SAE_ID}").paper_id == SAE_ID  # a card's link
+    assert find_paper(papers, "Efficient Dictionary Learning with Swich Sparse Autoencoders").paper_id == SAE_ID
+    with pytest.raises(PaperNotFound, match=r"no paper has the id or title 'zebra quokka'.*more words of its title"):
+        find_paper(papers, "zebra quokka")
+    with pytest.raises(PaperNotFound, match=r"\d+ papers have 'models' in their title.*give more of the title"):
+        find_paper(papers, "models")
+    with pytest.raises(PaperNotFound, match="k must be a whole number from 1 to 50"):
+        seed_engine.related(SAE_ID, 0)
+
+
+def test_rag_related_and_rag_topics_on_the_command_line(seed_engine):
+    runner = CliRunner()
+    data_dir = str(seed_engine.settings.data_dir)
+    if seed_engine.settings.chroma_url:
+        store = ["--chroma-url", seed_engine.settings.chroma_url, "--collection", seed_engine.settings.collection]
+    else:
+        store = []
+    text = runner.invoke(main, ["related", "switch sparse autoencoders", "--k", "3", "--data-dir", data_dir, *store])
+    assert text.exit_code == 0, text.output
+    assert text.output.startswith(f"Related to {SAE_TITLE} ({SAE_ID}):") and text.output.count("\n") == 4
+    as_json = json.loads(runner.invoke(main, ["related", SAE_ID, "--json", "--data-dir", data_dir, *store]).output)
+    assert as_json["paper"]["paper_id"] == SAE_ID and len(as_json["related"]) == 5
+    unknown = runner.invoke(main, ["related", "zebra quokka", "--data-dir", data_dir, *store])
+    assert unknown.exit_code == 1 and unknown.output.count("\n") == 1 and "Traceback" not in unknown.output
+    assert "Error: no paper has the id or title 'zebra quokka'" in unknown.output
+    topics = json.loads(runner.invoke(main, ["topics", "--json", "--data-dir", data_dir, *store]).output)
+    assert topics["papers"] == seed_engine.index.count() and len(topics["topics"]) == 7  # 38 papers: one per 5
+    assert sum(t["size"] for t in topics["topics"]) == topics["papers"]
+    mapped = json.loads(runner.invoke(main, ["topics", "--json", "--points", "--data-dir", data_dir, *store]).output)
+    assert "points" not in topics and len(mapped["points"]) == topics["papers"]
+    assert {p["paper_id"] for p in mapped["points"]} == {p.paper_id for p in seed_engine.index.all_papers()}
+    assert all(0 <= p["x"] <= 1 and 0 <= p["y"] <= 1 and 1 <= p["topic"] <= 7 for p in mapped["points"])
+    alone = runner.invoke(main, ["topics", "--points", "--data-dir", data_dir, *store])
+    assert alone.exit_code == 2 and "--points prints the map as JSON: use it with --json." in alone.output
+    listing = runner.invoke(main, ["topics", "--data-dir", data_dir, *store]).output
+    assert re.search(r"^\s+1\s+\d+\s+\d+\s+\d+\s+\d+\s+\w", listing, re.M), listing
+
+
+def test_the_topic_map_is_stored_beside_the_index_and_recomputed_when_the_index_changes(seed_engine):
+    tmap = seed_engine.topics()
+    papers = seed_engine.retriever.state.papers
+    assert tmap.paper_ids == [p.paper_id for p in papers]
+    assert len(tmap.xy) == len(papers) and all(0 <= x <= 1 and 0 <= y <= 1 for x, y in tmap.xy)
+    assert [t.n for t in tmap.topics] == list(range(1, len(tmap.topics) + 1))
+    assert [t.size for t in tmap.topics] == sorted((t.size for t in tmap.topics), reverse=True)
+    for t in tmap.topics:
+        assert sum(t.decisions.values()) == t.size == tmap.topic.count(t.n) and t.label and t.examples["all"]
+    stored = json.loads(map_path(seed_engine.settings).read_text(encoding="utf-8"))
+    assert stored["key"] == tmap.key == fingerprint(papers, seed_engine.index.embedder.identity, 20)
+    assert seed_engine.topics() is tmap  # once per index content
+    assert topic_map(seed_engine, stale_ok=True) is tmap
+    changed = [replace(papers[0], content_hash="edited"), *papers[1:]]
+    assert fingerprint(changed, seed_engine.index.embedder.identity, 20) != tmap.key
+    _, vectors = explorer(seed_engine.retriever).matrix()
+    again = build(papers, vectors, 20, tmap.key)  # the same seed: the same map
+    assert again.xy == tmap.xy and again.topic == tmap.topic and [t.label for t in again.topics] == [
+        t.label for t in tmap.topics]
+
+
+def test_topic_labels_are_the_words_distinctive_of_each_cluster():
+    docs = ["diffusion models denoise images; diffusion models sample images step by step",
+            "graph neural networks pass messages between graph nodes; graph nodes",
+            "reinforcement learning agents learn a policy from rewards; the policy gets rewards"]
+    labels = label_terms(docs)
+    assert "diffusion" in " ".join(labels[0]) and "graph" in " ".join(labels[1]) and "policy" in " ".join(labels[2])
+    assert not any("models" == term for term in labels[0])  # generic words never name a topic
+
+
+@pytest.mark.parametrize("question, decisions", [
+    ("Which topics have the most orals?", ["Accept (Oral)"]),
+    ("What are the main topics?", []),
+    ("which topic has the most spotlight papers", ["Accept (Spotlight)"]),
+    ("List the topics of the collection", []),
+])
+def test_topic_questions_are_recognized(question, decisions):
+    intent = parse(question)
+    assert intent.type == "topics" and intent.decisions == tuple(decisions)
+
+
+@pytest.mark.parametrize("question", ["Which areas of robotics use diffusion?", "Which papers on topics of fairness?",
+                                      "How many orals are about diffusion?", "What is topic modelling?"])
+def test_other_questions_are_not_topic_questions(question):
+    assert parse(question).type != "topics"
+
+
+def test_which_topics_have_the_most_orals_is_answered_from_the_clusters(seed_engine):
+    answer = seed_engine.ask("Which topics have the most orals?")
+    tmap = seed_engine.topics()
+    assert answer.answer_type == "topics" and not answer.abstained and answer.citations
+    ranked = sorted(tmap.topics, key=lambda t: (-t.decisions["Oral"], t.n))
+    first, *rest = answer.answer.splitlines()[1:]
+    assert first.startswith(f"- topic {ranked[0].n}, {ranked[0].label}: {ranked[0].decisions['Oral']} oral")
+    assert "[1]" in first and answer.sources[0].decision == "Accept (Oral)"
+    with_orals = [t for t in ranked if t.decisions["Oral"]]
+    assert len(rest) + 1 == min(5, len(with_orals)) and " 0 orals" not in answer.answer  # none padded in
+    if len(with_orals) < 5:
+        assert f"Only {len(with_orals)} of them have any orals:" in answer.answer
+    assert f"The {len(tmap.paper_ids):,} papers fall into {len(tmap.topics)} topics" in answer.answer
+
+
+def test_related_recall_on_the_multi_paper_questions(seed_engine):
+    # The gold is built from the stored whole-paper vectors by numpy, not by `related()`, which is under measure:
+    # the SAE paper's 5th and 6th nearest papers, one inside its 5 related papers and one outside.
+    papers, vectors = explorer(seed_engine.retriever).matrix()
+    me = [p.paper_id for p in papers].index(SAE_ID)
+    nearest = [papers[j].paper_id for j in np.argsort(-(vectors @ vectors[me]), kind="stable") if j != me]
+    questions = [{"gold": [SAE_ID, pid]} for pid in nearest[4:6]]
+    questions += [{"gold": [SAE_ID]}, {"gold": []}, {"kind": "none"}]  # fewer than two gold papers: not counted
+    figures = related_recall(seed_engine, questions)
+    assert figures == {"related_questions": 2, "related_recall@5": 0.5, "related_recall@10": 1.0}
+
+
+def test_cards_and_related_lists_show_a_hostile_title_as_text(seed_engine):
+    evil = {"paper_id": "evil-1", "title": EVIL_TITLE, "authors": ['<img src=x onerror="alert(1)">'],
+            "decision": "Accept (Poster)", "url": "javascript:alert(1)", "abstract": "<script>x()</script> Zebras.",
+            "score": 0.5}
+    answer = seed_engine.ask("Is there work on making sparse autoencoders cheaper to train?").to_dict()
+    html = sources_panel([answer], {answer["sources"][0]["paper_id"]: [evil]})
+    for out in (html, paper_card(evil, [evil])):
+        assert "<script>" not in out and "<b>" not in out and "<img" not in out and "javascript:" not in out
+        assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;Evil &lt;b&gt;bold&lt;/b&gt; title" in out
+    assert html.count('<details class="src-related"><summary>Related (1)</summary>') == 1
+
+
+def test_the_map_panel_serves_points_cards_and_the_answer_state(seed_engine):
+    panel = MapPanel(seed_engine)
+    points = panel.map_points()
+    assert len(points["id"]) == len(points["x"]) == len(points["title"]) == seed_engine.index.count()
+    assert points["title"][points["id"].index(SAE_ID)].startswith(SAE_TITLE + " — topic ")
+    card = panel.map_card(SAE_ID)
+    assert SAE_TITLE in card and card.count('class="rel-card"') == 6  # the paper and its 5 related
+    assert "no paper has the id" in panel.map_card("<b>nope</b>") and "<b>" not in panel.map_card("<b>nope</b>")
+    answer = seed_engine.ask("Is there work on making sparse autoencoders cheaper to train?").to_dict()
+    state = json.loads(panel.state([answer], [], ""))
+    assert state == {"highlight": [c["paper_id"] for c in answer["citations"]], "keep": None}
+    orals = json.loads(panel.state([], ["Accept (Oral)"], ""))
+    assert orals["highlight"] == [] and 0 < len(orals["keep"]) < len(points["id"])
+    assert all(seed_engine.related(pid, 1).paper.decision == "Accept (Oral)" for pid in orals["keep"])
+    # A filter the question's words set ("orals on X") greys out the map as the panel's would.
+    worded = seed_engine.ask("Oral papers on time series").to_dict()
+    assert worded["filters"]["from_question"] == ["decisions"]
+    assert sorted(json.loads(panel.state([worded], [], ""))["keep"]) == sorted(orals["keep"])
+    # ... unless no oral is on the topic and the answer lists the papers with any decision.
+    widened = seed_engine.ask("Oral papers on sparse autoencoders").to_dict()
+    assert widened["filters"]["widened"] == ["decisions"]
+    assert json.loads(panel.state([widened], [], ""))["keep"] is None
+
+
+def test_the_map_is_built_again_in_the_background_when_the_indexing_ends(tmp_path):
+    from helpers import DATA, SEEDS
+
+    from rag.config import Settings
+    from rag.engine import Engine
+    from rag.explore.topicmap import TopicMap
+    from rag.web.mapview import warm
+
+    engine = Engine(Settings(data_dir=tmp_path / "index"))
+    engine.ingest([DATA / "papers_small.jsonl"])
+    engine.indexing.running = True  # as while `rag serve` indexes the bundled list
+    first = engine.topics()
+    thread = warm(engine, poll=0.05)
+    engine.ingest([SEEDS])
+    assert engine.topics() is first and len(first.paper_ids) == 8  # meanwhile the map made before, not one per batch
+    engine.indexing.running = False
+    thread.join(120)
+    assert not thread.is_alive()
+    stored = TopicMap.from_json(map_path(engine.settings).read_text(encoding="utf-8"))
+    assert len(stored.paper_ids) == engine.index.count() == 46  # built for the whole list, before anyone asked

@@ -1,0 +1,287 @@
+"""Answers by question type, filters written in the question, and follow-ups decided by what they refer to:
+`rag.query.intent` alone (pure), then through the engine over the user's seed files in a real store."""
+
+import pytest
+
+from rag.query.intent import comparison_sides, parse
+from rag.engine import previous_papers, standalone_question
+
+KNOWN = {"yoshua bengio", "percy liang", "max tegmark"}
+
+
+def known(name):
+    return name.casefold() in KNOWN
+
+
+@pytest.mark.parametrize("question,kind,query,decisions,author,asked", [
+    ("Who wrote the paper about Switch Sparse Autoencoders?", "authors", "Switch Sparse Autoencoders", [], None, ""),
+    ("Who are the authors of Safety Alignment Should be Made More Than Just a Few Tokens Deep?", "authors",
+     "Safety Alignment Should be Made More Than Just a Few Tokens Deep", [], None, ""),
+    ("Is the paper on shallow safety alignment an oral?", "decision", "the paper on shallow safety alignment", [],
+     None, "Accept (Oral)"),
+    ("Was MLE-bench a spotlight at ICLR 2025?", "decision", "MLE-bench", [], None, "Accept (Spotlight)"),
+    ("Where can I read the paper about Spider 2.0?", "link", "Spider 2.0", [], None, ""),
+    ("How many papers are about conformal prediction?", "count", "conformal prediction", [], None, ""),
+    ("How many orals use diffusion models?", "count", "diffusion models", ["Accept (Oral)"], None, ""),
+    ("Which papers use diffusion models for image restoration?", "list", "diffusion models for image restoration",
+     [], None, ""),
+    ("Oral papers on conformal prediction", "list", "conformal prediction", ["Accept (Oral)"], None, ""),
+    ("spotlight papers about graph neural networks", "list", "graph neural networks", ["Accept (Spotlight)"], None,
+     ""),
+    ("posters from ICLR 2025 on federated learning", "list", "federated learning", ["Accept (Poster)"], None, ""),
+    ("papers by Yoshua Bengio on world models", "list", "world models", [], "Yoshua Bengio", ""),
+    ("Is there work on making sparse autoencoders cheaper to train?", "list",
+     "making sparse autoencoders cheaper to train", [], None, ""),
+    ("What did they compare against?", "explain", "What did they compare against?", [], None, ""),
+    ("Which papers are related to CatVTON?", "related", "CatVTON", [], None, ""),
+    ('Find papers similar to the paper titled "Strong Model Collapse".', "related", "Strong Model Collapse", [],
+     None, ""),
+    ("what else is like the paper on Time-MoE?", "related", "Time-MoE", [], None, ""),
+    ("Which orals are related to CatVTON?", "related", "CatVTON", ["Accept (Oral)"], None, ""),
+    # Greetings and requests around the question do not hide its type.
+    ("Hey, Which papers study model merging?", "list", "model merging", [], None, ""),
+    ("Can you please list papers on graph neural networks?", "list", "graph neural networks", [], None, ""),
+    ("I want papers about Kolmogorov-Arnold Networks", "list", "Kolmogorov-Arnold Networks", [], None, ""),
+    ("Well-known methods for pruning?", "explain", "Well-known methods for pruning?", [], None, ""),
+    ("Which spotlight papers are similar to it?", "related", "it", ["Accept (Spotlight)"], None, ""),
+    ("How do MLE-bench and Cybench differ?", "compare", "How do MLE-bench and Cybench differ?", [], None, ""),
+    ("What does STEEL prove?", "explain", "What does STEEL prove?", [], None, ""),
+    # Not filters: a topic that contains a decision word, and "by" before words that are not an author's name.
+    ("Are there papers on oral health?", "list", "oral health", [], None, ""),
+    ("Which method wins by a large margin?", "explain", "Which method wins by a large margin?", [], None, ""),
+    ("Which method is proposed by Alice Unknown?", "explain", "Which method is proposed by Alice Unknown?", [], None,
+     ""),
+    ("有哪些关于扩散模型的口头报告论文？", "list", "有哪些关于扩散模型的？", ["Accept (Oral)"], None, ""),
+    ("稀疏自编码器这篇论文的作者是谁？", "authors", "稀疏自编码器这篇论文的作者是谁？", [], None, ""),
+])
+def test_the_question_type_filters_and_search_words(question, kind, query, decisions, author, asked):
+    intent = parse(question, known)
+    assert (intent.type, intent.query, intent.decisions, intent.author, intent.asked_decision) == \
+        (kind, query, tuple(decisions), author, asked)
+
+
+@pytest.mark.parametrize("question,sides", [
+    ("How do Palu and MatryoshkaKV differ in how they compress the KV cache?", ["Palu", "MatryoshkaKV"]),
+    ("Compare LiNeS with the sharpness-aware fine-tuning approach to model merging.",
+     ["LiNeS", "sharpness-aware fine-tuning approach to model merging"]),
+    ("What's the difference between OpenPRM and GenARM?", ["OpenPRM", "GenARM"]),
+    ("How does LinOSS differ from the HOPE parameterization of state space models?",
+     ["LinOSS", "HOPE parameterization of state space models"]),
+    ("Samba vs the Forgetting Transformer: how do they handle long contexts differently?",
+     ["Samba", "Forgetting Transformer"]),
+    ("Which method is better?", []),
+])
+def test_a_comparison_names_its_sides(question, sides):
+    assert comparison_sides(question) == sides
+    assert parse(question).sides == tuple(sides)
+
+
+def test_a_filter_with_no_topic_lists_what_it_lets_through():
+    for question in ("papers by Yoshua Bengio", "What did Percy Liang publish at ICLR 2025?", "orals"):
+        intent = parse(question, known)
+        assert intent.type == "list" and not intent.has_topic, question
+    assert parse("papers by Yoshua Bengio on world models", known).has_topic
+
+
+def test_follow_ups_lean_on_the_previous_turn_only_when_they_refer_to_it():
+    history = [{"role": "user", "content": "What is the best recipe for sourdough bread?"},
+               {"role": "assistant", "content": "Not covered.", "paper_ids": []},
+               {"role": "user", "content": "Which paper introduces Switch sparse autoencoders?"},
+               {"role": "assistant", "content": "... [1].", "paper_ids": ["k2ZVAzVeMP"]}]
+    # A complete question stands alone, however short.
+    for question in ("Which papers use diffusion models?", "Diffusion models?", "Who wrote the paper about BirdSet?"):
+        assert standalone_question(question, history) == question and previous_papers(question, history) == []
+    # A pronoun refers to the papers the previous answer cited; an ellipsis continues its topic.
+    for question in ("Who wrote it?", "What data did they evaluate on?", "Is the paper an oral?", "它用了什么数据？"):
+        assert previous_papers(question, history) == ["k2ZVAzVeMP"], question
+    assert standalone_question("And for vision transformers?", history) == \
+        "Which paper introduces Switch sparse autoencoders? And for vision transformers?"
+
+
+def test_a_turn_without_paper_ids_refers_to_the_papers_whose_titles_it_names(seed_engine):
+    papers = seed_engine.retriever.state.papers
+    first = seed_engine.ask("How does Time-MoE scale forecasting models?")
+    by_hand = [{"role": "user", "content": first.question}, {"role": "assistant", "content": first.answer}]
+    assert previous_papers("Who wrote it?", by_hand, papers) == first.cited_ids[:1]
+    it = seed_engine.ask("Which papers are related to it?", history=by_hand)
+    assert it.answer_type == "related" and it.citations[0].paper_id == first.cited_ids[0]
+    # ... by its title in other case or by the name before the title's colon.
+    catvton = next(p.paper_id for p in papers if p.title.startswith("CatVTON:"))
+    for said in ("See CatVTON, a simple try-on model.", "catvton: concatenation is all you need for virtual "
+                 "try-on with diffusion models"):
+        assert previous_papers("Who wrote it?", [{"role": "assistant", "content": said}], papers) == [catvton]
+    # A turn that names no title still refers to nothing.
+    assert previous_papers("Who wrote it?", [{"role": "assistant", "content": "Not covered."}], papers) == []
+
+
+SAE_TITLE = "Efficient Dictionary Learning with Switch Sparse Autoencoders"
+
+
+def test_who_wrote_and_was_it_an_oral_are_answered_from_the_record(embedded_seed_engine):
+    engine = embedded_seed_engine
+    who = engine.ask("Who wrote the paper about Switch Sparse Autoencoders?")
+    assert who.answer_type == "authors" and who.citations[0].title == SAE_TITLE
+    assert who.answer.startswith(f"“{SAE_TITLE}” [1] is by ") and "Max Tegmark" in who.answer
+    assert "no particular order" in who.answer and who.retrieval_query == "Switch Sparse Autoencoders"
+    oral = engine.ask("Is the Switch Sparse Autoencoders paper an oral?")
+    assert oral.answer_type == "decision" and oral.answer.startswith(f"No: “{SAE_TITLE}” [1] was accepted")
+    assert "as a poster (Accept (Poster)), not as an oral" in oral.answer
+    link = engine.ask("Where can I read the paper about Switch Sparse Autoencoders?")
+    assert link.answer == f"“{SAE_TITLE}” [1] is on OpenReview: https://openreview.net/forum?id=k2ZVAzVeMP"
+
+
+def test_lists_and_counts_state_their_bar_and_name_each_paper_once(embedded_seed_engine):
+    engine = embedded_seed_engine
+    count = engine.ask("How many papers are about diffusion models?")
+    assert count.answer_type == "count" and not count.abstained and len(count.sources) > 5
+    head, *lines = count.answer.split("\n")
+    assert head.startswith(f"{len(lines)} papers in the list match this question (each has a sentence scoring at "
+                           f"least {engine.settings.abstain_threshold:.2f} against the question and 50% of the key "
+                           "terms the best match has; checked: the ")
+    assert all(line.startswith("• ") for line in lines) and [c.n for c in count.citations] == \
+        [int(line.rsplit("[", 1)[1].rstrip("]")) for line in lines]
+    assert any("CatVTON" in line for line in lines)
+    listed = engine.ask("Which papers use diffusion models?")
+    assert listed.answer_type == "list" and len(listed.citations) >= 2
+    for c in listed.citations:
+        assert listed.answer.count(f"[{c.n}]") == 1 and f"• {c.title}: " in listed.answer
+
+
+def test_a_count_leaves_out_papers_near_the_question_that_lack_most_of_its_topic(embedded_seed_engine):
+    from rag.answering.extractive import TOPIC_BAR
+    from rag.search.retrieve import RetrievalParams
+
+    engine = embedded_seed_engine
+    topic = "sparse autoencoders for language model interpretability"
+    near = engine.retriever.retrieve(topic, RetrievalParams(k=30))
+    # Papers on LLM sparsity or interpretability score above the sentence bar but lack "sparse autoencoders".
+    passing = [h for h in near.hits if h.snippet_score >= engine.settings.abstain_threshold]
+    off_topic = [h.paper.title for h in passing if h.topical < TOPIC_BAR * max(h.topical for h in passing)]
+    assert len(off_topic) >= 2
+    count = engine.ask(f"How many papers use {topic}?")
+    assert [c.title for c in count.citations] == [SAE_TITLE]
+    assert count.answer.startswith("1 paper in the list matches this question")
+
+
+def test_a_count_with_a_decision_no_paper_on_the_topic_has_says_none_then_lists_the_others(embedded_seed_engine):
+    engine = embedded_seed_engine
+    answer = engine.ask("How many orals are about virtual try-on?")
+    assert answer.filters["widened"] == ["decisions"] and not answer.abstained
+    lead, head, *lines = answer.answer.split("\n")
+    assert lead == "No oral paper in the list matches this question. With any decision:"
+    assert head.startswith("1 paper in the list matches") and "CatVTON" in lines[0]
+    assert [c.decision for c in answer.citations] == ["Accept (Poster)"]
+    from rag.cli import describe_filters
+    from rag.web.render import search_line
+
+    assert search_line(answer.to_dict()).startswith(
+        "Searched: only Accept &#40;Oral&#41;, then any decision (none matched)")
+    assert describe_filters(answer.filters) == "Accept (Oral) (no paper matched: answered with any decision)"
+    # The bar is the whole collection's: spotlights near "sparse autoencoders" (activation sparsity, Time-MoE's
+    # sparse experts) are not on it, so none is named and the Switch SAE poster is.
+    spotlights = engine.ask("How many spotlights are about sparse autoencoders?")
+    assert spotlights.filters["widened"] == ["decisions"] and [c.title for c in spotlights.citations] == [SAE_TITLE]
+    # When orals do match, the filter stands; a topic the collection lacks is still refused.
+    kept = engine.ask("How many orals are about time series?")
+    assert "widened" not in kept.filters and all(c.decision == "Accept (Oral)" for c in kept.citations)
+    assert engine.ask("Oral papers on sourdough bread baking").abstained
+
+
+def test_which_papers_are_related_to_a_named_paper_lists_its_nearest_papers(embedded_seed_engine):
+    engine = embedded_seed_engine
+    answer = engine.ask("Which papers are related to CatVTON?")
+    assert answer.answer_type == "related" and answer.citations[0].title.startswith("CatVTON")
+    nearest = engine.related("CatVTON")
+    assert [c.paper_id for c in answer.citations[1:]] == [n.paper.paper_id for n in nearest.related]
+    head, *lines = answer.answer.split("\n")
+    assert head.startswith("The papers nearest to “CatVTON") and len(lines) == len(nearest.related)
+    assert all(line.startswith("• ") and "(similarity 0." in line for line in lines)
+    # A follow-up's "it" is the paper of the previous answer.
+    first = engine.ask("What is Time-MoE?")
+    history = [{"role": "user", "content": first.question},
+               {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids[:1]}]
+    it = engine.ask("Which papers are related to it?", history=history)
+    assert it.answer_type == "related" and it.citations[0].paper_id == first.cited_ids[0]
+    # No paper named, and no answer before "it": the user is asked which paper, nothing is listed.
+    for unnamed in ("Which papers are related to ?", "What else is like it?"):
+        asked = engine.ask(unnamed)
+        assert asked.abstained and asked.answer.startswith("Which paper? Give its title") and not asked.sources
+    # A topic, not a paper: searched as a list.
+    topic = engine.ask("Which papers are related to diffusion models?")
+    assert topic.answer_type == "list" and topic.retrieval_query == "diffusion models" and "CatVTON" in topic.answer
+
+
+def test_which_orals_are_related_to_a_paper_keeps_its_nearest_orals(embedded_seed_engine):
+    engine = embedded_seed_engine
+    orals = {p.paper_id for p in engine.retriever.state.papers if p.decision == "Accept (Oral)"}
+    nearest = [n.paper.paper_id for n in engine.related("CatVTON", 50).related]
+    answer = engine.ask("Which orals are related to CatVTON?")
+    assert answer.answer_type == "related" and answer.citations[0].title.startswith("CatVTON")
+    assert [c.paper_id for c in answer.citations[1:]] == [p for p in nearest if p in orals][:5]
+    assert answer.answer.startswith("The oral papers nearest to “CatVTON")
+    assert answer.filters == {"decisions": ["Accept (Oral)"], "author": None, "from_question": ["decisions"]}
+    # ... and of the paper a previous answer was about; the chip's removal (the filter left out) lists any decision.
+    first = engine.ask("What is Time-MoE?")
+    history = [{"role": "user", "content": first.question},
+               {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids[:1]}]
+    it = engine.ask("Which orals are related to it?", history=history)
+    assert it.citations[0].paper_id == first.cited_ids[0]
+    assert it.citations[1:] and all(c.decision == "Accept (Oral)" for c in it.citations[1:])
+    unfiltered = engine.ask("Which orals are related to it?", history=history, question_filters=("author",))
+    assert [c.paper_id for c in unfiltered.citations[1:]] == [
+        n.paper.paper_id for n in engine.related(first.cited_ids[0]).related]
+
+
+def test_filters_written_in_the_question_are_applied_and_reported(embedded_seed_engine):
+    engine = embedded_seed_engine
+    answer = engine.ask("Oral papers on time series")
+    assert answer.filters == {"decisions": ["Accept (Oral)"], "author": None, "from_question": ["decisions"]}
+    assert answer.sources and all(s.decision == "Accept (Oral)" for s in answer.sources)
+    by = engine.ask("papers by Max Tegmark")
+    assert by.filters["author"] == "Max Tegmark" and by.filters["from_question"] == ["author"]
+    assert by.citations and all(any("Tegmark" in a for a in s.authors) for s in by.sources)
+    assert by.answer.startswith(f"{len(by.citations)} paper")  # every paper of the filter, no relevance bar
+    one = engine.ask("Oral papers on time series")  # the filter lets fewer papers through than were asked for
+    assert one.answer.startswith("1 paper matches (it has a sentence scoring") and "there may be more" not in one.answer
+    # A chip's click: the same question without the filter its words set.
+    unfiltered = engine.ask("Oral papers on time series", question_filters=("author",))
+    assert unfiltered.filters == {"decisions": [], "author": None, "from_question": []}
+    assert {s.decision for s in unfiltered.sources} - {"Accept (Oral)"}
+    # The panel's (or the API's) filter wins over the question's words.
+    panel = engine.ask("Oral papers on time series", decision=["Accept (Poster)"])
+    assert panel.filters["from_question"] == [] and all(s.decision == "Accept (Poster)" for s in panel.sources)
+
+
+def test_a_follow_up_about_the_paper_answers_from_the_paper_of_the_previous_answer(embedded_seed_engine):
+    engine = embedded_seed_engine
+    first = engine.ask("Which paper introduces Switch sparse autoencoders?")
+    history = [{"role": "user", "content": first.question},
+               {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids[:1]}]
+    who = engine.ask("Who wrote it?", history=history)
+    assert who.focus == first.cited_ids[:1] and who.answer_type == "authors"
+    assert [s.paper_id for s in who.sources] == first.cited_ids[:1] and "Max Tegmark" in who.answer
+    data = engine.ask("What did they compare against?", history=history)
+    assert data.citations and {c.paper_id for c in data.citations} == set(first.cited_ids[:1])
+    # A new topic after it is searched alone.
+    other = engine.ask("Which papers use diffusion models?", history=history)
+    assert other.focus == [] and other.retrieval_query == "diffusion models" and "CatVTON" in other.answer
+
+
+def test_a_comparison_of_two_papers_the_collection_has_is_answered_even_if_the_gates_would_refuse(
+        embedded_seed_engine, monkeypatch):
+    from rag.answering import abstain
+
+    # The learned gate refused 3 held-out comparisons whose two papers ranked first and second: make it refuse all.
+    monkeypatch.setattr(abstain, "refuses", lambda retrieval, threshold=None: True)
+    engine = embedded_seed_engine
+    both = engine.ask("How do AERCA and Time-MoE differ?")
+    assert both.answer_type == "compare" and not both.abstained
+    head, *lines = both.answer.split("\n")
+    assert head == "Side by side, each paper's sentence closest to the question:" and len(lines) == 2
+    assert "AERCA" in lines[0] and "Time-MoE" in lines[1] and len(both.citations) == 2
+    # A side the collection does not have: the gates decide, as for any question.
+    # ("time series model" alone is most of Time-MoE's title, but no paper says "Brackenridge".)
+    for question in ("How does GPT-5 differ from Claude Opus?", "How do AERCA and Claude Opus differ?",
+                     "How do AERCA and the Brackenridge time series model differ?"):
+        refused = engine.ask(question)
+        assert refused.answer_type == "compare" and refused.abstained, question

@@ -1,0 +1,70 @@
+"""Retrieval's seams: parameters passed whole, weighted RRF, a reranker as one function; and the one error base."""
+
+import pytest
+
+from rag.errors import RagError, one_line
+from rag.config import ConfigError, Settings
+from rag.store.embeddings import EmbeddingError
+from rag.store.index import StoreError
+from rag.store.lock import StoreBusyError
+from rag.search.retrieve import RERANK_DEPTH, HybridRetriever, RetrievalParams, fuse
+from rag.generation.llm import LLMError
+from rag.engine import QuestionError
+from rag.evaluation.harness import QuestionSetError
+
+SAE = "Is there work on making sparse autoencoders cheaper to train?"
+
+
+def test_fusion_is_weighted_reciprocal_rank_scaled_to_one():
+    fused = dict(fuse([(1.0, {"a": 0.9, "b": 0.8}), (2.0, {"b": 7.0, "c": 3.0})], rrf_k=5))
+    assert fused["b"] == pytest.approx((1 / 7 + 2 / 6) / (3 / 6))  # second for dense, first for BM25
+    assert fused["a"] == pytest.approx((1 / 6) / (3 / 6)) and fused["c"] == pytest.approx((2 / 7) / (3 / 6))
+    assert list(dict(fuse([(1.0, {"x": 1, "y": 1})], 60))) == ["x", "y"]  # rank order, not score order
+    assert fuse([(1.0, {})], 5) == []
+
+
+def test_params_come_from_the_settings_whole_and_overrides_win():
+    settings = Settings.load(k=7, candidates=80, rrf_k=9, bm25_weight=0.5, retrieval="bm25")
+    params = RetrievalParams.from_settings(settings, k=3, author="Bengio")
+    assert (params.k, params.candidates, params.rrf_k, params.bm25_weight, params.mode, params.author) == \
+        (3, 80, 9, 0.5, "bm25", "Bengio")
+
+
+def test_candidates_is_a_per_call_setting(embedded_seed_engine):
+    retriever = embedded_seed_engine.retriever
+    base = RetrievalParams.from_settings(embedded_seed_engine.settings, k=10)
+    wide = retriever.candidates(_query(retriever, SAE), base, retriever.state)
+    narrow = retriever.candidates(_query(retriever, SAE), RetrievalParams(k=10, candidates=5), retriever.state)
+    assert len(wide["dense"]) > 5 and len(narrow["dense"]) <= 5 and len(narrow["bm25"]) <= 5
+    assert list(narrow["bm25"]) == list(wide["bm25"])[:len(narrow["bm25"])]
+
+
+def test_a_reranker_is_one_function_that_reorders_the_fused_hits(embedded_seed_engine):
+    index = embedded_seed_engine.index
+    seen = []
+
+    def reverse(query, hits):
+        seen.append((query.text, len(hits)))
+        return hits[::-1]
+
+    plain = HybridRetriever(index).retrieve(SAE, RetrievalParams(k=38))
+    reranked = HybridRetriever(index, reranker=reverse).retrieve(SAE, RetrievalParams(k=3))
+    depth = min(RERANK_DEPTH, len(plain.hits))
+    assert seen == [(SAE, depth)] and depth == RERANK_DEPTH  # the best RERANK_DEPTH fused candidates, not only k
+    assert [h.paper.paper_id for h in reranked.hits] == [h.paper.paper_id for h in plain.hits[:depth][::-1][:3]]
+    assert reranked.hits[0].snippet and reranked.sentences  # annotated after reranking
+
+
+def test_every_error_meant_for_users_shares_one_base():
+    for cls in (ConfigError, EmbeddingError, StoreError, StoreBusyError, LLMError, QuestionError, QuestionSetError):
+        assert issubclass(cls, RagError), cls
+    assert one_line(StoreError("cannot open\n  the store:   disk full")) == "cannot open the store: disk full"
+    assert one_line(LLMError("x" * 1000), limit=20) == "x" * 19 + "…"
+    assert one_line(RagError()) == "RagError"
+
+
+def _query(retriever, text):
+    from rag.search.retrieve import Query
+    from rag.text import tokenize
+
+    return Query(text, retriever.index.embedder.embed([text])[0], tokenize([text])[0])

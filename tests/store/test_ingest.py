@@ -1,0 +1,268 @@
+"""Reading files into papers: the seed format, JSON/JSONL/CSV, directories, and bad records reported by file:line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import CORPUS, SEEDS, seed_paragraphs
+
+from rag.store.ingest import read_paths, stable_id
+from rag.text import first_sentence
+
+
+def test_seed_files_give_38_untitled_papers_with_labels_and_previews():
+    result = read_paths([SEEDS])  # as read: the titles come later, from the bundled list (tests/store/test_catalog.py)
+    assert result.problems == []
+    assert len(result.papers) == 38
+    assert sorted(p.source.rsplit("/", 1)[-1] for p in result.papers).count("000_99312b63f56aee43.txt") == 19
+    first = next(p for p in result.papers if p.source.endswith("000_99312b63f56aee43.txt") and p.position == 3)
+    assert first.abstract == seed_paragraphs("000_99312b63f56aee43.txt")[2]
+    assert first.title == "" and first.has_abstract and first.enriched_from == ""
+    assert first.label == "000_99312b63f56aee43.txt #3"
+    assert first_sentence(first.abstract) == ("Sparse autoencoders (SAEs) are a recent technique for decomposing "
+                                              "neural network activations into human-interpretable features.")
+    assert first.line > 1  # the header line is not a paper
+    assert len({p.paper_id for p in result.papers}) == 38
+
+
+def test_ids_are_stable_hashes_of_the_normalized_abstract():
+    a = read_paths([SEEDS]).papers
+    b = read_paths([SEEDS]).papers
+    assert [p.paper_id for p in a] == [p.paper_id for p in b]
+    text = a[0].abstract
+    assert stable_id(text) == stable_id("  " + text.upper().replace(" ", "\n  ") + " ")
+    assert stable_id(text) != stable_id(text + " More.")
+
+
+def test_jsonl_bad_records_are_reported_and_good_ones_kept(tmp_path):
+    good = "A study of sparse autoencoders that makes them cheaper to train with experts."
+    lines = [
+        json.dumps({"id": "p1", "title": "Good one", "abstract": good, "authors": ["A. B", "C. D"]}),
+        '{"id": "p2", "abstract": "broken JSON here',
+        json.dumps({"id": "p3", "title": "No abstract"}),
+        json.dumps({"id": "p4", "abstract": good + " Two.", "authors": 7}),
+        json.dumps(["not", "an", "object"]),
+        "",
+        json.dumps({"id": "p6", "abstract": good + " Six.", "authors": "Ann Lee; Bo Chen", "year": "2025",
+                    "decision": "Accept (Oral)", "url": "https://openreview.net/forum?id=p6"}),
+        json.dumps({"id": "p7", "abstract": good + " Seven.", "url": "javascript:alert(1)"}),
+        json.dumps({"id": "p8", "abstract": good + " Eight.", "year": "soon"}),
+    ]
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["p1", "p6"]
+    problems = [str(p) for p in result.problems]
+    assert problems[0].startswith(f"{path}:2: invalid JSON")
+    assert f"{path}:3: no abstract" in problems
+    assert f"{path}:4: authors must be a list or text, got a number" in problems
+    assert f"{path}:5: expected a JSON object, got a list" in problems
+    assert any(p.startswith(f"{path}:8: url must start with http") for p in problems)
+    assert any(p.startswith(f"{path}:9: year must be a whole number") for p in problems)
+    six = result.papers[1]
+    assert six.authors == ("Ann Lee", "Bo Chen") and six.year == 2025 and six.decision == "Accept (Oral)"
+
+
+def test_json_array_reports_the_line_of_each_bad_record(tmp_path):
+    records = [{"id": "a", "abstract": "An abstract long enough to be kept as a paper."},
+               {"id": "b", "abstract": ""},
+               {"id": "c", "abstract": "Another abstract long enough to be kept here."}]
+    path = tmp_path / "papers.json"
+    path.write_text(json.dumps(records, indent=2))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["a", "c"]
+    bad_line = path.read_text().splitlines().index("  {", 2) + 1  # the second record's opening brace
+    assert [str(p) for p in result.problems] == [f"{path}:{bad_line}: no abstract"]
+
+
+def test_csv_rows_and_broken_rows(tmp_path):
+    path = tmp_path / "papers.csv"
+    path.write_text('id,title,abstract,authors\n'
+                    'c1,"Title, with comma","An abstract long enough, with a comma inside it.","X; Y"\n'
+                    'c2,Too,many,fields,here\n'
+                    'c3,Third,"A third abstract that is long enough to keep.",Z\n')
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["c1", "c3"]
+    assert result.papers[0].title == "Title, with comma" and result.papers[0].authors == ("X", "Y")
+    assert [str(p) for p in result.problems] == [f"{path}:3: CSV row has 5 fields, header has 4"]
+    no_abstract = tmp_path / "other.csv"
+    no_abstract.write_text("id,title\n1,x\n")
+    problems = [str(p) for p in read_paths([no_abstract]).problems]
+    assert problems == [f"{no_abstract}:1: CSV header has no 'abstract' column"]
+
+
+def test_directories_are_walked_and_hidden_or_unknown_files_skipped(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "a.jsonl").write_text(json.dumps({"id": "a", "abstract": "Abstract A is long enough."}))
+    (tmp_path / "b.txt").write_text("Header line\n\nAbstract B, a paragraph long enough.\n")
+    (tmp_path / ".hidden.jsonl").write_text(json.dumps({"id": "h", "abstract": "Hidden abstract is long."}))
+    (tmp_path / "notes.pdf").write_bytes(b"%PDF")
+    result = read_paths([tmp_path])
+    assert sorted(p.paper_id for p in result.papers) == sorted(["a", stable_id("Abstract B, a paragraph long enough.")])
+    assert result.problems == []
+    explicit = read_paths([tmp_path / "notes.pdf", tmp_path / "missing.jsonl"])
+    assert [p.reason for p in explicit.problems][1] == "no such file or directory"
+    assert "unsupported file type '.pdf'" in explicit.problems[0].reason
+
+
+def test_duplicates_and_undecodable_bytes_cost_only_their_record(tmp_path):
+    path = tmp_path / "dups.jsonl"
+    one = json.dumps({"id": "d", "abstract": "The first version of this abstract."}).encode()
+    same = one
+    other = json.dumps({"id": "d", "abstract": "A different text under the same id."}).encode()
+    bad = b'{"id": "x", "abstract": "Bytes \xff\xfe that are not UTF-8 at all."}'
+    fine = json.dumps({"id": "f", "abstract": "A fine record after the broken one."}).encode()
+    path.write_bytes(b"\n".join([one, same, other, bad, fine]))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["d", "f"]
+    assert result.papers[0].abstract == "The first version of this abstract."
+    reasons = [str(p) for p in result.problems]
+    assert reasons[0].startswith(f"{path}:3: duplicate id 'd' with different content")
+    assert reasons[1] == f"{path}:4: abstract is not valid UTF-8"
+    assert len(reasons) == 2  # the exact repeat on line 2 is not a problem
+
+
+def test_a_title_only_record_is_a_paper_and_other_records_without_abstract_stay_bad(tmp_path):
+    path = tmp_path / "titles.jsonl"
+    lines = [
+        {"id": "t1", "title": "Quokka Telemetry with Tiny Transformers", "authors": ["Ada Q"], "has_abstract": False},
+        {"title": "A title-only paper without an id", "has_abstract": False},
+        {"id": "t3", "has_abstract": False},
+        {"id": "t4", "title": "Says it has none", "abstract": "But it has an abstract after all, a long one.",
+         "has_abstract": False},
+        {"id": "t5", "title": "Forgot the flag"},
+        {"id": "t6", "title": "A bad flag", "has_abstract": "no"},
+        {"id": "t7", "title": "Flag true", "abstract": "An ordinary abstract that is long enough.",
+         "has_abstract": True},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["t1", stable_id("A title-only paper without an id", "title-"),
+                                                   "t7"]
+    t1 = result.papers[0]
+    assert (t1.has_abstract, t1.abstract, t1.title, t1.authors) == (
+        False, "", "Quokka Telemetry with Tiny Transformers", ("Ada Q",))
+    assert result.papers[2].has_abstract
+    assert [str(p) for p in result.problems] == [
+        f'{path}:3: no title: a paper without an abstract ("has_abstract": false) needs its title',
+        f"{path}:4: has_abstract is false but the record has an abstract; drop one of the two",
+        f"{path}:5: no abstract",
+        f"{path}:6: has_abstract must be true or false, got text"]
+    csv = tmp_path / "titles.csv"
+    csv.write_text("id,title,abstract,has_abstract\nc1,Only a title,,false\n"
+                   "c2,Both,An ordinary abstract that is long enough.,\n")
+    assert [(p.paper_id, p.has_abstract) for p in read_paths([csv]).papers] == [("c1", False), ("c2", True)]
+
+
+def test_the_bundled_iclr_2025_list_reads_without_a_problem():
+    from rag.store.catalog import BUNDLED
+
+    with_abstracts, title_only = (read_paths([path]) for path in BUNDLED)
+    assert with_abstracts.problems == [] and title_only.problems == []
+    assert len(with_abstracts.papers) == 2114 and all(p.has_abstract and p.title for p in with_abstracts.papers)
+    assert len(title_only.papers) == 1592 and not any(p.has_abstract for p in title_only.papers)
+    assert all(p.title and p.authors and p.decision.startswith("Accept") for p in title_only.papers)
+    assert not {p.paper_id for p in with_abstracts.papers} & {p.paper_id for p in title_only.papers}
+
+
+def test_empty_and_oversized_inputs(tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n\n")
+    assert [p.reason for p in read_paths([empty]).problems] == ["empty file"]
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text(json.dumps({"id": "h", "abstract": "word " * 10_000}) + "\n")
+    assert "abstract too long" in read_paths([huge]).problems[0].reason
+
+
+def test_the_2114_paper_corpus_reads_as_is():
+    result = read_paths([CORPUS])
+    assert result.problems == []
+    assert len(result.papers) == 2114
+    assert all(p.title and p.url.startswith("https://openreview.net/") for p in result.papers)
+    assert {p.decision for p in result.papers} == {"Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)"}
+
+
+DEEP = "[" * 1_500 + "]" * 1_500  # deeper than json's C decoder recurses (RecursionError, not JSONDecodeError)
+TOO_DEEP = "nested too deeply (lists or objects hundreds of levels deep)"
+
+
+def _good(i):
+    return {"id": f"g{i}", "abstract": f"A good abstract number {i}, long enough to be kept as a paper."}
+
+
+@pytest.mark.parametrize("field", ["abstract", "authors", "unknown_field"])
+def test_a_deeply_nested_record_costs_only_its_own_line(tmp_path, field):
+    path = tmp_path / "deep.jsonl"
+    deep = json.dumps({"id": "d", "abstract": _good(0)["abstract"], field: "x"}).replace('"x"', DEEP)
+    big_number = json.dumps({"id": "n", "abstract": _good(0)["abstract"], "year": 0}).replace("0}", "1" * 5_000 + "}")
+    path.write_text("\n".join([json.dumps(_good(1)), deep, json.dumps(_good(2)), big_number, json.dumps(_good(3))]))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["g1", "g2", "g3"]
+    assert [str(p) for p in result.problems] == [f"{path}:2: {TOO_DEEP}",
+                                                 f"{path}:4: invalid JSON: Exceeds the limit (4300 digits) for "
+                                                 "integer string conversion: value has 5000 digits"]
+
+
+def test_a_deeply_nested_record_in_a_json_array_costs_only_itself(tmp_path):
+    path = tmp_path / "deep.json"
+    records = [_good(1), {**_good(9), "authors": "x"}, _good(2)]
+    path.write_text(json.dumps(records, indent=2).replace('"x"', DEEP))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["g1", "g2"]
+    assert [str(p) for p in result.problems] == [f"{path}:6: {TOO_DEEP}"]
+
+
+def test_an_unexpected_error_converting_one_record_costs_only_that_record(tmp_path, monkeypatch):
+    import rag.store.ingest
+
+    def broken_year(value):
+        if value == "boom":
+            raise RuntimeError("something nobody expected")
+        return None
+
+    monkeypatch.setattr(rag.store.ingest, "_year", broken_year)
+    path = tmp_path / "papers.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [_good(1), {**_good(2), "year": "boom"}, _good(3)]))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["g1", "g3"]
+    assert [str(p) for p in result.problems] == [
+        f"{path}:2: cannot read this record (RuntimeError: something nobody expected)"]
+
+
+@pytest.mark.parametrize("damage", [
+    ('"id": "g3"', '"id": "g3'),  # a closing quote dropped
+    ('"id": "g3"', '"id": g3'),  # a bare word
+    ('"id": "g3"', '"id": "g3", ]],'),  # stray closing brackets
+])
+def test_a_broken_record_in_a_pretty_printed_array_costs_only_itself(tmp_path, damage):
+    path = tmp_path / "papers.json"
+    text = json.dumps([{**_good(i), "authors": ["A. B", "C. D"]} for i in range(6)], indent=2)
+    path.write_text(text.replace(*damage, 1))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["g0", "g1", "g2", "g4", "g5"]
+    start = text.splitlines().index('    "id": "g3",')  # 0-based index of the line after the record's "{"
+    assert [f"{p.path}:{p.line}" for p in result.problems] == [f"{path}:{start}"]
+
+
+def test_a_record_cut_short_in_a_pretty_printed_array_costs_only_itself(tmp_path):
+    path = tmp_path / "papers.json"
+    records = [{**_good(i), "authors": ["A. B", "C. D"]} for i in range(6)]
+    lines = json.dumps(records, indent=2).splitlines()
+    start = lines.index('    "id": "g3",') - 1
+    cut = lines[:start + 2] + [lines[start + 2][:30]] + lines[start + 8:]  # g3 ends mid-abstract, unclosed
+    path.write_text("\n".join(cut))
+    result = read_paths([path])
+    assert [p.paper_id for p in result.papers] == ["g0", "g1", "g2", "g4", "g5"]
+    assert [f"{p.path}:{p.line}" for p in result.problems] == [f"{path}:{start + 1}"]
+
+
+def test_an_exact_repeat_in_another_file_is_kept_once_and_noted_as_held_there_too(tmp_path):
+    a = tmp_path / "a.jsonl"
+    b = tmp_path / "b.jsonl"
+    a.write_text(json.dumps(_good(1)) + "\n" + json.dumps(_good(2)) + "\n")
+    b.write_text(json.dumps(_good(2)) + "\n" + json.dumps(_good(2)) + "\n")
+    result = read_paths([a, b])
+    assert [(p.paper_id, p.source, p.position, p.also_in) for p in result.papers] == [
+        ("g1", str(a), 1, ()), ("g2", str(a), 2, ((str(b), 1),))]
+    assert result.problems == [] and result.files == [str(a), str(b)]

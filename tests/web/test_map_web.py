@@ -1,0 +1,161 @@
+"""The map of the collection and the cards' Related lists in a real headless browser (Debian's chromium driven by
+Playwright), against the app on a free port with a temp index of the seeds plus one hostile record."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+from helpers import SEEDS, free_port
+
+from rag.config import Settings
+from rag.engine import Engine
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SAE = "Is there work on making sparse autoencoders cheaper to train?"
+SAE_ID, SAE_TITLE = "k2ZVAzVeMP", "Efficient Dictionary Learning with Switch Sparse Autoencoders"
+EVIL = {"id": "evil-map", "title": '<script>window.__pwned = 1</script>Evil <b>bold</b> zebra title',
+        "authors": ['<img src=x onerror="window.__pwned = 2">'], "decision": "Accept (Oral)",
+        "url": "https://openreview.net/forum?id=evil-map",
+        "abstract": "We study zebra stripes and biting flies. <img src=x onerror=\"window.__pwned = 3\"> Stripes "
+                    "confuse flies in field experiments."}
+
+# Bidi overrides in a title and an author: "Alice \u202eecilA" read "Alice Alice" and reversed the text after it.
+BIDI = {"id": "bidi-map", "title": "Okapi \u202eecilA gait", "authors": ["Alice \u202eecilA"],
+        "decision": "Accept (Poster)", "url": "https://openreview.net/forum?id=bidi-map",
+        "abstract": "We study okapi gait \u202eecilA with video in forest reserves."}
+BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium is installed by `make test`")]
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    from rag.web.app import launch
+
+    base = tmp_path_factory.mktemp("map-web")
+    (base / "evil.jsonl").write_text(json.dumps(EVIL) + "\n" + json.dumps(BIDI) + "\n")
+    engine = Engine(Settings(data_dir=base / "index", port=free_port()))
+    engine.ingest([SEEDS, base / "evil.jsonl"])
+    demo = launch(engine, block=False)
+    yield f"http://127.0.0.1:{engine.settings.port}", engine
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def page(app):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"])
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        outside: list[str] = []
+        page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(("http://127.0.0.1", "data:",
+                                                                                      "blob:")) else None)
+        page.goto(app[0] + "/")
+        page.wait_for_function("document.querySelectorAll('#map circle').length > 30", timeout=60_000)
+        yield page
+        assert outside == []  # the page and its map load nothing from outside 127.0.0.1
+        browser.close()
+
+
+def test_clicking_a_point_shows_that_papers_card_with_its_related_papers(page, app):
+    count = app[1].index.count()
+    assert page.locator("#map circle").count() == count
+    assert f"{count} papers in " in page.inner_text("#map .map-status")
+    point = page.locator(f'#map circle[data-paper="{SAE_ID}"]')
+    point.hover(force=True)
+    point.dispatch_event("mouseover")
+    assert page.inner_text("#map .map-hover").startswith(SAE_TITLE)  # hover shows the title
+    point.dispatch_event("click")
+    page.wait_for_function("document.querySelector('#map .map-card .src-title')", timeout=30_000)
+    assert page.locator("#map .map-card .src-title").first.inner_text() == SAE_TITLE
+    page.locator("#map .map-card > .src-related > summary").click()
+    assert page.locator("#map .map-card > .src-related .rel-card").count() == 5
+
+
+def test_a_hostile_title_stays_text_on_the_map_and_its_card(page):
+    point = page.locator('#map circle[data-paper="evil-map"]')
+    assert point.locator("title").text_content().startswith(EVIL["title"])
+    point.dispatch_event("click")
+    page.wait_for_function("document.querySelector('#map .map-card .src-title') && document.querySelector("
+                           "'#map .map-card .src-title').innerText.includes('zebra')", timeout=30_000)
+    assert page.locator("#map .map-card .src-title").first.inner_text() == EVIL["title"]
+    assert page.locator("#map .map-card script, #map .map-card img, #map .map-card b").count() == 0
+    assert page.evaluate("window.__pwned") is None
+
+
+def test_bidi_overrides_are_taken_out_of_the_hover_and_the_map_card(page):
+    point = page.locator('#map circle[data-paper="bidi-map"]')
+    title = point.locator("title").text_content()
+    assert title.startswith("Okapi ecilA gait — topic ") and not BIDI_CONTROLS & set(title)
+    point.dispatch_event("mouseover")
+    hover = page.inner_text("#map .map-hover")
+    assert hover.startswith("Okapi ecilA gait") and not BIDI_CONTROLS & set(hover)
+    point.dispatch_event("click")
+    page.wait_for_function("document.querySelector('#map .map-card .src-title') && document.querySelector("
+                           "'#map .map-card .src-title').innerText.includes('Okapi')", timeout=30_000)
+    card = page.locator("#map .map-card")
+    card.locator("details").first.evaluate("d => d.open = true")
+    text = card.inner_text()
+    assert "Alice ecilA" in text and "okapi gait ecilA" in text and not BIDI_CONTROLS & set(text)
+
+
+def test_an_answer_rings_its_papers_and_zooms_and_the_filters_grey_out_the_rest(page):
+    page.fill("#question textarea", SAE)
+    page.click("#ask")
+    page.wait_for_function("document.querySelectorAll('#map circle.hl').length > 0", timeout=60_000)
+    ringed = page.eval_on_selector_all("#map circle.hl", "cs => cs.map(c => c.dataset.paper)")
+    assert SAE_ID in ringed
+    assert page.get_attribute("#map svg.map-plot", "viewBox") != "-20 -20 1040 1040"  # zoomed to them
+    # Every source card lists its related papers on expand, escaped like the rest.
+    assert page.locator("#sources .src-related").count() == page.locator("#sources .src-card").count()
+    related = page.locator("#sources .src-related").first
+    related.locator(":scope > summary").click()
+    assert related.locator(".rel-card").count() == 5
+    page.get_by_label("Accept (Oral)").check()
+    page.wait_for_function("document.querySelectorAll('#map circle.dim').length > 0", timeout=30_000)
+    dim = page.eval_on_selector_all("#map circle.dim", "cs => cs.map(c => c.dataset.paper)")
+    kept = page.eval_on_selector_all("#map circle:not(.dim)", "cs => cs.map(c => c.dataset.paper)")
+    assert "evil-map" in kept and kept and dim
+    page.get_by_label("Accept (Oral)").uncheck()
+    page.wait_for_function("document.querySelectorAll('#map circle.dim').length === 0", timeout=30_000)
+    assert page.evaluate("window.__pwned") is None
+
+
+def call_api(base: str, name: str, payload: list) -> dict:
+    """A named API endpoint over plain HTTP (Gradio's two-step call + SSE): its result, or {"error": message}."""
+    import urllib.request
+
+    request = urllib.request.Request(f"{base}/gradio_api/call/{name}", data=json.dumps({"data": payload}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    event = json.loads(urllib.request.urlopen(request, timeout=30).read())["event_id"]
+    text = urllib.request.urlopen(f"{base}/gradio_api/call/{name}/{event}", timeout=120).read().decode()
+    data = [line[6:] for line in text.splitlines() if line.startswith("data: ")][-1]
+    if "event: error" in text:
+        return {"error": json.loads(data)}
+    return json.loads(data)[0]
+
+
+def test_the_related_api_answers_like_rag_related(app):
+    base, engine = app
+    got = call_api(base, "related", ["switch sparse autoencoders", 3])
+    assert got == json.loads(json.dumps(engine.related(SAE_ID, 3).to_dict()))
+    assert got["paper"]["title"] == SAE_TITLE and len(got["related"]) == 3
+    unknown = call_api(base, "related", ["zebra quokka /etc/passwd", 5])
+    assert "no paper has the id or title" in str(unknown["error"]) and "/etc/passwd" not in str(unknown["error"])
+
+
+def test_the_topics_api_answers_like_rag_topics_and_gives_the_map_on_request(app):
+    base, engine = app
+    got = call_api(base, "topics", [False])
+    assert got == json.loads(json.dumps(engine.topics().summary()))
+    mapped = call_api(base, "topics", [True])
+    assert [p["paper_id"] for p in mapped["points"]] == engine.topics().paper_ids
+    assert mapped["topics"] == got["topics"]
+    for bad in ("abc", 1_000_000_000, {"x": 1}):
+        assert "points must be true or false" in str(call_api(base, "topics", [bad])["error"])

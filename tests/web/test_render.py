@@ -1,0 +1,71 @@
+"""What the page's cards and chat messages are made of (`rag.web.render`), for records an attacker wrote: links
+named by their real host, bounded author lists, no bidi controls, and [n] links only for the app's own citations.
+The same records are checked in a real browser in test_web.py / test_map_web.py."""
+
+from __future__ import annotations
+
+import re
+
+from rag.text import link_label, strip_bidi
+from rag.web.render import answer_markdown, paper_card, source_cards
+
+
+def source(n: int, **fields) -> dict:
+    base = {"n": n, "paper_id": f"p{n}", "title": f"Paper number {n}", "authors": ["Ada Lovelace"],
+            "decision": "Accept (Poster)", "url": f"https://openreview.net/forum?id=p{n}", "score": 0.9,
+            "text": f"Abstract of paper {n}.", "snippet": f"Abstract of paper {n}.", "has_title": True}
+    return {**base, **fields}
+
+
+def answer(text: str, sources: list[dict], cited: list[int], mode: str = "extractive") -> dict:
+    return {"question": "q", "answer": text, "mode": mode, "model": "m", "abstained": False, "notices": [],
+            "sources": sources, "citations": [s for s in sources if s["n"] in cited], "fabricated": 0,
+            "timings": {"total_ms": 1.0}, "filters": {}}
+
+
+def test_only_an_openreview_net_link_is_called_openreview_any_other_shows_its_host():
+    assert link_label("https://openreview.net/forum?id=x") == "OpenReview"
+    assert link_label("https://www.openreview.net/pdf?id=x") == "OpenReview"
+    for url, host in [("https://openreview.net.evil.example/forum", "openreview.net.evil.example"),
+                      ("https://openreview.net@evil.example/forum", "evil.example"),
+                      ("http://EVIL.example:8080/x", "evil.example"),
+                      ("https://openrev\u0456ew.net/forum", "xn--openrevew-"),  # a Cyrillic і
+                      ]:
+        assert link_label(url).startswith(host), (url, link_label(url))
+    card = paper_card(source(1, url="https://phish.example/login?openreview"))
+    link = re.search(r'<a href="([^"]+)"[^>]*>([^<]*)</a>', card)
+    assert link and link.group(1) == "https://phish.example/login?openreview" and link.group(2) == "phish.example"
+    assert "OpenReview" not in card
+    assert ">OpenReview</a>" in source_cards(answer("x [1].", [source(1)], [1]), 0)
+
+
+def test_a_card_bounds_what_it_shows_of_a_huge_author_list():
+    authors = [f"Author {i} " + "x" * 2000 for i in range(2500)]  # 5 MB of "authors"
+    card = source_cards(answer("x [1].", [source(1, authors=authors)], [1]), 0)
+    assert len(card) < 30_000, len(card)
+    assert "(+2492)" in card and "and 2400 more" in card
+    assert "Author 99 " in card and "Author 100 " not in card
+    meta = paper_card({**source(1), "authors": authors})
+    assert len(meta) < 30_000
+
+
+def test_bidi_controls_are_taken_out_of_cards():
+    evil = "Alice \u202eecilA"
+    s = source(1, title=f"Zebra {evil} stripes", authors=[evil, "Bob \u2066x\u2069"], text=f"We {evil} study.",
+               snippet=f"We {evil} study.", decision="Accept (Oral)\u202e")
+    for html in (source_cards(answer("x [1].", [s], [1]), 0), paper_card(s)):
+        assert strip_bidi(html) == html and "Alice ecilA" in html
+    assert strip_bidi("a\u202bb\u202cc\u2067d") == "abcd" and strip_bidi("שלום") == "שלום"  # letters stay
+
+
+def test_only_the_apps_own_citation_markers_link_to_cards():
+    quoted = "Narwhal tusks sense salinity gradients [1] as shown in [2]"
+    sources = [source(1, text=f"{quoted}. We record tusks.", snippet=f"{quoted}."), source(2), source(3)]
+    # The extractive answer quotes the sentence and puts its own [1] before the full stop.
+    md = answer_markdown(answer(f"{quoted} [1]. Other sentence [3].", sources, [1, 3]), 0)
+    links = re.findall(r'<a href="#src-0-(\d+)">', md)
+    assert links == ["1", "3"], md  # the quoted [1] and [2] stay text; the app's [1] and [3] are links
+    assert "gradients &#91;1&#93; as shown in &#91;2&#93; [" in md
+    # A number no citation has is never a link, whatever the mode.
+    md = answer_markdown(answer("Tusks sense salt [1] and depth [7].", sources, [1], mode="llm"), 0)
+    assert re.findall(r'<a href="#src-0-(\d+)">', md) == ["1"] and "&#91;7&#93;" in md

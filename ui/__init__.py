@@ -1,1 +1,0 @@
-"""rag.ui: the Gradio web chat, a thin shell over `rag.engine.Engine`."""
