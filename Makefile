@@ -25,7 +25,7 @@ LLM_EVAL_SETS ?= $(addprefix eval/questions/,corpus_dev.jsonl zh_dev.jsonl corpu
 LLM_EVAL_LIMIT ?= 20
 
 .DEFAULT_GOAL := help
-.PHONY: help install run ingest test test-fast lint soak system-deps bench eval model clean llm-deps llm-server eval-llm
+.PHONY: help install run ingest data test test-fast lint soak system-deps bench eval model clean llm-deps llm-server eval-llm
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ run: $(STAMP) ## Install, ingest seeds/ if the index is empty, serve 127.0.0.1:7
 
 ingest: $(STAMP) ## Ingest seeds/ (or PATHS="a.jsonl dir/") into the index
 	$(BIN)/rag ingest $(or $(PATHS),$(SEEDS))
+
+data: $(STAMP) ## Re-embed the bundled list into rag/data/iclr2025_vectors.npz (after editing rag/data/ or the embedder)
+	nice -n 10 $(BIN)/python rag/data/build_vectors.py
 
 # Most tests wait on subprocesses, servers and the browser as much as on the CPU: two workers (pytest-xdist), each
 # taking whole files so a module's app, browser and stores are built once.

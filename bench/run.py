@@ -43,6 +43,21 @@ from rag.engine import Engine  # noqa: E402
 from rag.evaluation.harness import load_questions, matches  # noqa: E402
 
 
+class Fed:
+    """The embedder, keeping every text the ingest gives it (chunks, and the rare sentence embedded alone)."""
+
+    def __init__(self, embedder):
+        self.embedder, self.texts = embedder, []
+
+    def embed_spans(self, texts, spans):
+        self.texts += texts
+        return self.embedder.embed_spans(texts, spans)
+
+    def embed(self, texts):
+        self.texts += texts
+        return self.embedder.embed(texts)
+
+
 def timed(fn, *args, **kwargs):
     started = time.perf_counter()
     out = fn(*args, **kwargs)
@@ -190,27 +205,34 @@ def main() -> int:
         return VectorStoreIndex.from_documents(docs, storage_context=StorageContext.from_defaults(vector_store=store),
                                                embed_model=embedder.as_llama_index())
 
-    # 1-2. Embedder vs ingest, re-ingest.
+    # 1-2. Embedder vs ingest, re-ingest. The sample stands for a user's own files, so the bundled list's shipped
+    # vectors (rag.store.prebuilt), which hold these papers, are switched off: every chunk is embedded.
     probe = Engine(Settings.load(data_dir=work / "probe"))
     embedder = probe.index.embedder
-    embedder.embed([p.abstract for p in sample[:8]])  # warm-up
-    # Raw embedder, ingest and the llama-index baseline (section 6) take turns, so that a change of load on this
-    # shared machine hits all three alike.
-    raw, first, again, base_first = [], [], [], []
+    fed = Fed(embedder)
+    probe.index.vectors = fed
+    probe.ingest([sample_file])  # warm-up, and the exact texts the ingest gives the model
+    texts = fed.texts
+    tokens = sum(embedder.count_tokens(t) for t in texts)
+    # Raw embedder (on those same texts), ingest and the llama-index baseline (section 6) take turns, so that a
+    # change of load on this shared machine hits all three alike.
+    raw, raw_abstracts, first, again, base_first = [], [], [], [], []
     for r in range(args.repeats):
-        raw.append(timed(embedder.embed, [p.abstract for p in sample])[0])
+        raw.append(timed(embedder.embed, texts)[0])
+        raw_abstracts.append(timed(embedder.embed, [p.abstract for p in sample])[0])
         engine = Engine(Settings.load(data_dir=work / f"ingest-{r}"))
-        engine.index  # load outside the timing, as the embedder above
+        engine.index.vectors = engine.index.embedder  # load outside the timing, as the embedder above
         first.append(timed(engine.ingest, [sample_file])[0])
         again.append(timed(engine.ingest, [sample_file])[0])
         base_first.append(timed(baseline_index, work / f"base-{r}", sample)[0])
     report["base_ingest_rate"] = args.sample / statistics.median(base_first)
-    report["embed_rate"] = args.sample / statistics.median(raw)
+    report["embed_rate"] = args.sample / statistics.median(raw_abstracts)
+    report["tokens_fed"], report["texts_fed"] = tokens, len(texts)
+    report["raw_token_rate"] = tokens / statistics.median(raw)
+    report["ingest_token_rate"] = tokens / statistics.median(first)
     # What each side feeds the model: abstracts cut at 256 tokens, against every chunk ("title\n\nchunk").
-    stored = engine.index.chunks.get(include=["documents", "metadatas"])
     report["raw_tokens"] = sum(min(embedder.count_tokens(p.abstract), 256) for p in sample) / args.sample
-    report["ingest_tokens"] = sum(embedder.count_tokens(f"{m['title']}\n\n{d}" if m["title"] else d)
-                                  for d, m in zip(stored["documents"], stored["metadatas"])) / args.sample
+    report["ingest_tokens"] = tokens / args.sample
     report["ingest_rate"] = args.sample / statistics.median(first)
     report["first_s"], report["again_s"] = statistics.median(first), statistics.median(again)
     log("1-2 done", report)
@@ -220,8 +242,9 @@ def main() -> int:
     report["full_existed"] = full.index.count() > 0
     # What the shipped model needs to embed the list's abstracts once (cut at 256 tokens), next to its ingest.
     report["raw_full_s"], _ = timed(embedder.embed, [p.abstract for p in papers])
-    full_ingest_s, _ = timed(full.ingest, [args.corpus])
+    full_ingest_s, full_stats = timed(full.ingest, [args.corpus])
     report["full_papers"], report["full_ingest_s"] = full.index.count(), full_ingest_s
+    report["full_shipped"], report["full_chunks"] = full_stats.shipped_chunks, full_stats.embedded_chunks
     qs = questions_for(papers, args.questions)
     report["lat_full"] = latency(full, qs)
     # The same questions the way this app answered before sentence vectors were stored (and the way an index
@@ -317,17 +340,22 @@ def render(r: dict, args) -> str:
 One run of `make bench` (`python bench/run.py`) on this machine ({r['machine']}), started {r['started']}.
 Medians of {args.repeats} runs unless said otherwise. Benchmarks, not tests: compare ratios within this run.
 
-## 1. Embedder vs ingest throughput ({args.sample} corpus papers)
-| | papers/s |
-|---|---|
-| raw embedder (whole abstracts, `MiniLMEmbedding.embed`) | {f(r['embed_rate'])} |
-| full ingest (`Engine.ingest`: parse, chunk, embed, write Chroma) | {f(r['ingest_rate'])} |
-| ratio (target ≥ 1.0) | {r['ingest_rate'] / r['embed_rate']:.2f} |
-| plain llama-index pipeline (section 6) | {f(r['base_ingest_rate'])} |
-| ratio ingest / llama-index (target ≥ 1.0) | {r['ingest_rate'] / r['base_ingest_rate']:.2f} |
+## 1. Embedder vs ingest throughput ({args.sample} corpus papers, as a user's own file: nothing prebuilt)
+The ingest gives the model {r['texts_fed']:,} texts ("title\n\nchunk", {r['tokens_fed']:,} tokens with [CLS]/[SEP]); the raw
+embedder (`MiniLMEmbedding.embed`) is timed on exactly those texts.
+
+| | tokens/s | papers/s |
+|---|---|---|
+| raw embedder, the ingest's own texts | {f(r['raw_token_rate'])} | {f(r['raw_token_rate'] / r['ingest_tokens'])} |
+| full ingest (`Engine.ingest`: parse, chunk, embed with sentence pooling, write Chroma) | {f(r['ingest_token_rate'])} | {f(r['ingest_rate'])} |
+| **ratio ingest / raw embedder, same texts (target ≥ 0.95)** | **{r['ingest_token_rate'] / r['raw_token_rate']:.2f}** | |
+| plain llama-index pipeline (section 6; embeds each abstract, cut at 256 tokens) | | {f(r['base_ingest_rate'])} |
+| **ratio ingest / llama-index, papers/s (target ≥ 1.0)** | | **{r['ingest_rate'] / r['base_ingest_rate']:.2f}** |
+| raw embedder on whole abstracts (cut at 256, what the old ratio compared against) | | {f(r['embed_rate'])} |
 
 The whole list ({r['full_papers']:,} papers): embedding its abstracts once (`MiniLMEmbedding.embed`, one run)
-{r['raw_full_s']:.1f} s; its ingest{" (a re-ingest: the index existed)" if r['full_existed'] else ""} {r['full_ingest_s']:.1f} s, i.e. {r['full_ingest_s'] / r['raw_full_s']:.2f}× (target ≤ 1.1).
+{r['raw_full_s']:.1f} s; its ingest{" (a re-ingest: the index existed)" if r['full_existed'] else ""} {r['full_ingest_s']:.1f} s, i.e. {r['full_ingest_s'] / r['raw_full_s']:.2f}×
+({r.get('full_shipped', 0):,} of its {r.get('full_chunks', 0):,} chunks' vectors loaded from the bundled list's shipped file, `rag.store.prebuilt`).
 
 Tokens fed to the model per paper: {r['raw_tokens']:.0f} by the raw embedder (each abstract cut at 256), {r['ingest_tokens']:.0f}
 by the ingest (every chunk, title included, nothing cut), i.e. {r['ingest_tokens'] / r['raw_tokens']:.2f}× the work.

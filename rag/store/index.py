@@ -42,6 +42,7 @@ from rag.config import ConfigError, Settings
 from rag.text import sentence_spans
 from rag.store.embeddings import Embedder, EmbeddingError
 from rag.store.ingest import Paper
+from rag.store import prebuilt
 
 SENTENCE_FORMAT = "s1"  # version of the stored sentences; part of the `chunking` marker
 INGEST_BATCH = 64  # papers embedded and committed together
@@ -92,7 +93,8 @@ class IngestStats:
     removed: int = 0
     skipped: int = 0
     enriched: int = 0  # untitled abstracts matched to a bundled ICLR 2025 paper (rag.store.catalog)
-    embedded_chunks: int = 0
+    embedded_chunks: int = 0  # chunks stored, the shipped ones included
+    shipped_chunks: int = 0  # of those, from the bundled list's shipped vectors (rag.store.prebuilt), not embedded
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
@@ -100,7 +102,9 @@ class IngestStats:
         matched = f", {self.enriched} matched to ICLR 2025 papers" if self.enriched else ""
         return (f"added {self.added}, updated {self.updated}, unchanged {self.unchanged}, "
                 f"removed {self.removed}, skipped {self.skipped}{matched} "
-                f"({self.embedded_chunks} chunks embedded in {self.seconds:.1f} s)")
+                f"({self.embedded_chunks - self.shipped_chunks} chunks embedded"
+                f"{f', {self.shipped_chunks} loaded from the shipped vectors,' if self.shipped_chunks else ''}"
+                f" in {self.seconds:.1f} s)")
 
 
 @dataclass
@@ -215,6 +219,8 @@ class PaperIndex:
         # Papers stored with other chunking (or before sentence vectors were stored) are re-embedded on ingest.
         self.chunking = f"{settings.chunk_size}/{settings.chunk_overlap}/{SENTENCE_FORMAT}"
         self._writer: tuple[Any, Any] | None = None  # llama-index splitter and vector store, made on first write
+        # The bundled list's shipped vectors where they hold a text, the embedder for the rest (rag.store.prebuilt).
+        self.vectors = prebuilt.vectors_for(embedder, self.chunking)
         self.expected = 0  # papers the store will hold when the running (or last) upsert ends
 
     def _llama_index(self) -> tuple[Any, Any]:
@@ -287,7 +293,7 @@ class PaperIndex:
 
         # The papers the store holds when this ends: those stored now, plus the new ones among `todo`.
         self.expected = self.papers.count() + sum(1 for p in todo if p.paper_id not in stored)
-        done = 0
+        done, hits = 0, getattr(self.vectors, "hits", 0)
         if progress:
             progress(0, len(todo))
         # The model embeds one batch while a writer thread stores the one before it (Chroma's writes are ~6% of
@@ -306,6 +312,7 @@ class PaperIndex:
                 done += pending.result()
                 if progress:
                     progress(done, len(todo))
+        stats.shipped_chunks = getattr(self.vectors, "hits", 0) - hits
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -368,7 +375,7 @@ class PaperIndex:
                 lo, hi = starts[best], starts[best] + len(nodes[best].get_content())
                 spans[best].append((max(a, lo) + shift, min(b, hi) + shift))
                 placed[-1].append((best, len(spans[best]) - 1))
-        vectors, span_vectors = self.embedder.embed_spans(texts, spans)
+        vectors, span_vectors = self.vectors.embed_spans(texts, spans)
         for node, vector in zip(nodes, vectors):
             node.embedding = vector.tolist()
         ids, documents, metadatas = [], [], []
@@ -385,7 +392,7 @@ class PaperIndex:
                     vector = np.zeros(vectors.shape[1], dtype=np.float32)
                 sentence_vectors.append(vector)
         if missing:
-            for pos, vector in zip(missing, self.embedder.embed([documents[i] for i in missing])):
+            for pos, vector in zip(missing, self.vectors.embed([documents[i] for i in missing])):
                 sentence_vectors[pos] = vector
         owners_arr = np.asarray(owners)
         paper_vectors = []
