@@ -318,7 +318,8 @@ class Engine:
     def _check_store(self, index: PaperIndex) -> None:
         """On a Chroma server another process (a second `rag serve`, a `rag ingest`) may add papers at any time:
         at most every `store_check_seconds`, compare the store's change mark (`PaperIndex.generation`) with the
-        one the papers were loaded at, and reload them when it moved. The embedded store has one owner (rag.lock)."""
+        one the papers were loaded at, and reload them when it moved. The embedded store has one owner
+        (rag.store.lock)."""
         if not self.settings.chroma_url:
             return
         with self._lock:

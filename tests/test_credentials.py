@@ -14,7 +14,7 @@ import pytest
 from fake_openai import FakeOpenAI
 from helpers import ROOT, free_port, rag_cmd
 
-from rag.answering.extractive import Answer
+from rag.answering.records import Answer
 
 SECRET = "s3cret-Pa55"
 SAE = "Is there work on making sparse autoencoders cheaper to train?"

@@ -128,7 +128,8 @@ def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], chec
             # Every claim must carry a citation; an answer citing nothing (a model that ignored the prompt, or
             # obeyed instructions hidden in an abstract) is not shown as an answer.
             raise LLMError("the LLM's answer cited none of the sources")
-        # The support check decides the language per sentence (rag.support.check): English sentences by meaning,
+        # The support check decides the language per sentence (rag.generation.support.check): English sentences by
+        # meaning,
         # numbers and names; Chinese, Japanese or Korean ones by the numbers and names they state.
         unsupported, checked = ([], 0) if refused else check_support(cleaned.text, answer.sources, asked)
         if time.monotonic() - begun > llm.settings.llm_deadline:  # the check counts inside the deadline

@@ -14,7 +14,7 @@ import time
 import openai
 import pytest
 
-from rag.answer import Answer, Delta, Restart
+from rag.answering.records import Answer, Delta, Restart
 from rag.cli import usage_text
 
 pytestmark = pytest.mark.llm
