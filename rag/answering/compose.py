@@ -129,8 +129,7 @@ def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], chec
             # obeyed instructions hidden in an abstract) is not shown as an answer.
             raise LLMError("the LLM's answer cited none of the sources")
         # The support check decides the language per sentence (rag.generation.support.check): English sentences by
-        # meaning,
-        # numbers and names; Chinese, Japanese or Korean ones by the numbers and names they state.
+        # meaning, numbers and names; Chinese, Japanese or Korean ones by the numbers and names they state.
         unsupported, checked = ([], 0) if refused else check_support(cleaned.text, answer.sources, asked)
         if time.monotonic() - begun > llm.settings.llm_deadline:  # the check counts inside the deadline
             raise LLMError(f"the LLM endpoint did not finish its answer within {llm.settings.llm_deadline:g} s")
