@@ -42,11 +42,16 @@ def tokenize(texts: list[str]) -> list[list[str]]:
     return bm25s.tokenize(texts, stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False)
 
 
+# A terminal escape sequence as a whole (CSI "ESC [ 31 m", its one-byte form U+009B, OSC "ESC ] ... BEL"), so that
+# dropping its ESC does not leave "[31m" behind as text. Each part is a single character class: linear time.
+ESCAPES = re.compile(r"(?:\x1b\[|\x9b)[0-?]{0,64}[ -/]{0,8}[@-~]|\x1b\][^\x07\x1b\x9c]{0,4096}(?:\x07|\x1b\\|\x9c)?")
+
+
 def visible(text: str) -> str:
-    """`text` without INVISIBLE characters (a space for those that are whitespace): what a reader sees. So
-    "same\u200b sentence" is the same sentence, and an abstract cannot reorder, hide or smuggle text past the eye
-    (or an escape sequence past `rag ask` to the terminal)."""
-    return INVISIBLE.sub(_dropped, text)
+    """`text` without terminal escape sequences (ESCAPES) and INVISIBLE characters (a space for those that are
+    whitespace): what a reader sees. So "same\u200b sentence" is the same sentence, and an abstract cannot reorder,
+    hide or smuggle text past the eye (or an escape sequence past `rag ask` to the terminal)."""
+    return INVISIBLE.sub(_dropped, ESCAPES.sub("", text))
 
 
 def _dropped(match: re.Match) -> str:

@@ -368,8 +368,8 @@ def run(engine: Engine, questions: list[dict], configs: list[str], name: str, k:
     settings = engine.settings
     for config in configs:
         result = evaluate(engine.derive(**CONFIGS[config]), questions, k)
-        name = f"{config} LLM" if settings.llm_enabled else config
-        results[name] = {"overrides": CONFIGS[config], **result}
+        key = f"{config} LLM" if settings.llm_enabled else config  # not `name`: that is the report's
+        results[key] = {"overrides": CONFIGS[config], **result}
         if settings.llm_enabled:  # the extractive answers of the same run, beside the LLM's
             overrides = {**CONFIGS[config], "llm_model": None}
             results[f"{config} extractive"] = {"overrides": overrides,

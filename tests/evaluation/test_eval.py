@@ -44,17 +44,21 @@ def test_rag_eval_compares_configurations_in_one_run_and_writes_the_report(small
         run = subprocess.run(rag_cmd(*args, **settings), cwd=ROOT, capture_output=True, text=True, timeout=600)
         chats = len(llm.chat_requests())
     assert run.returncode == 0, run.stderr
-    table = [line for line in run.stdout.splitlines() if line.startswith("|")]
+    lines = run.stdout.splitlines()
+    table = lines[:next(i for i, line in enumerate(lines) if not line.startswith("|"))]  # the first table
     assert table[0].startswith("| config | hit@1 | hit@5 | mrr | ndcg@10 | multi_recall@10 |")
-    assert [line.split("|")[1].strip() for line in table[2:]] == configs
+    # In LLM mode each configuration also runs extractive, beside it in the same run.
+    rows = ["hybrid LLM", "hybrid extractive"] if answers == "llm" else configs
+    assert [line.split("|")[1].strip() for line in table[2:]] == rows
     # ... and the related-papers measure over the multi-paper questions (rag.explore.related), on the line after it.
     assert re.search(r"^related papers: over 4 multi-paper questions, \d\.\d{3} of the other gold papers",
-                     run.stdout.splitlines()[len(table)], re.M), run.stdout
+                     run.stdout, re.M), run.stdout
     report = json.loads((tmp_path / "reports" / "small.json").read_text())
-    assert (tmp_path / "reports" / "small.md").read_text().count("| hybrid |") == 1
+    md = (tmp_path / "reports" / "small.md").read_text()  # LLM mode: the metrics table and the LLM table
+    assert md.count("| hybrid LLM |") == 2 if answers == "llm" else md.count("| hybrid |") == 1
     assert (tmp_path / "reports" / "small.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report["meta"]["papers"] == 38 and report["meta"]["questions"] == len(picked) == 16
-    hybrid = report["results"]["hybrid"]
+    hybrid = report["results"]["hybrid LLM" if answers == "llm" else "hybrid"]
     assert len(hybrid["rows"]) == 16 and hybrid["summary"]["single"] == 8 and hybrid["summary"]["none"] == 4
     assert hybrid["summary"]["hit@5"] == 1.0 and hybrid["summary"]["hit@1"] >= 0.875
     assert hybrid["summary"]["multi_recall@10"] >= 0.75

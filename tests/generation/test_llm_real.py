@@ -93,4 +93,8 @@ def test_the_deadline_holds_and_an_abandoned_request_does_not_delay_the_next(emb
     again = engine.ask(QUESTIONS[0])
     after = time.perf_counter() - started
     assert again.answer == baseline.answer  # temperature 0: the same answer ...
-    assert after < alone * 1.5 + 2.0  # ... in about the same time: not queued behind the abandoned one
+    # ... not queued behind the abandoned one's generation (400 tokens, ~20 s here): the client closes the stream
+    # and the server stops at its next token. What it cannot stop is a prompt it is still reading (llama.cpp reads a
+    # prompt in one call), so the next answer may wait up to one prompt's reading time: the baseline's first token.
+    prefill = baseline.timings.get("ttft_ms", 0) / 1000
+    assert after < alone * 1.5 + prefill + 2.0, (after, alone, prefill)

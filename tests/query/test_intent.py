@@ -148,7 +148,6 @@ def test_lists_and_counts_state_their_bar_and_name_each_paper_once(embedded_seed
 
 
 def test_a_count_leaves_out_papers_near_the_question_that_lack_most_of_its_topic(embedded_seed_engine):
-    from rag.answering.extractive import TOPIC_BAR
     from rag.search.retrieve import RetrievalParams
 
     engine = embedded_seed_engine
@@ -156,7 +155,7 @@ def test_a_count_leaves_out_papers_near_the_question_that_lack_most_of_its_topic
     near = engine.retriever.retrieve(topic, RetrievalParams(k=30))
     # Papers on LLM sparsity or interpretability score above the sentence bar but lack "sparse autoencoders".
     passing = [h for h in near.hits if h.snippet_score >= engine.settings.abstain_threshold]
-    off_topic = [h.paper.title for h in passing if h.topical < TOPIC_BAR * max(h.topical for h in passing)]
+    off_topic = [h.paper.title for h in passing if h.topical < engine.settings.policy.topic_bar * max(h.topical for h in passing)]
     assert len(off_topic) >= 2
     count = engine.ask(f"How many papers use {topic}?")
     assert [c.title for c in count.citations] == [SAE_TITLE]
