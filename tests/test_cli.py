@@ -263,7 +263,7 @@ def test_terminal_escapes_in_paper_text_or_a_servers_words_never_reach_the_termi
                              "RAG_LLM_MAX_RETRIES": "0"}))
     for run in runs:
         assert not _CONTROL.search(run.stdout + run.stderr), repr(run.stdout + run.stderr)
-    assert "Switch[2J[H]0;pwned]52;c;ZXZpbA==31m Sparse Autoencoders" in runs[0].stdout + runs[1].stdout
+    assert "Switch Sparse Autoencoders" in runs[0].stdout + runs[1].stdout
     assert json.loads(runs[2].stdout)["sources"]  # still valid JSON
     assert runs[3].returncode == 1 and "no such paper" in runs[3].stderr
-    assert "overloaded[2J[H]0;pwned]52;c;ZXZpbA==31m try later" in runs[4].stdout, runs[4].stdout
+    assert "overloaded try later" in runs[4].stdout, runs[4].stdout
