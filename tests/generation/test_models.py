@@ -120,8 +120,8 @@ def _answer(**fields) -> dict:
 def test_an_unsupported_sentence_gets_a_quiet_mark_and_the_answer_stands():
     text = "Switch SAEs route activations to experts [1]. It was trained on 12,345 GPUs [1]. Also <b>x</b> [2]."
     cited = [{"n": 1}, {"n": 2}]  # only the answer's own citations become links (rag.web.render._own_markers)
-    markdown = answer_markdown(_answer(answer=text, citations=cited, unsupported=["It was trained on 12,345 GPUs [1]."]),
-                               0)
+    doubtful = ["It was trained on 12,345 GPUs [1]."]
+    markdown = answer_markdown(_answer(answer=text, citations=cited, unsupported=doubtful), 0)
     first, rest = markdown.split(UNSUPPORTED_MARK, 1)
     assert first.endswith('GPUs [<a href="#src-0-1">1</a>].')  # the mark follows the doubtful sentence only
     assert 'experts [<a href="#src-0-1">1</a>].' in first and "<b>" not in markdown  # still inert

@@ -155,7 +155,8 @@ def test_a_count_leaves_out_papers_near_the_question_that_lack_most_of_its_topic
     near = engine.retriever.retrieve(topic, RetrievalParams(k=30))
     # Papers on LLM sparsity or interpretability score above the sentence bar but lack "sparse autoencoders".
     passing = [h for h in near.hits if h.snippet_score >= engine.settings.abstain_threshold]
-    off_topic = [h.paper.title for h in passing if h.topical < engine.settings.policy.topic_bar * max(h.topical for h in passing)]
+    bar = engine.settings.policy.topic_bar * max(h.topical for h in passing)
+    off_topic = [h.paper.title for h in passing if h.topical < bar]
     assert len(off_topic) >= 2
     count = engine.ask(f"How many papers use {topic}?")
     assert [c.title for c in count.citations] == [SAE_TITLE]
