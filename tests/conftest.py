@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +15,7 @@ for _name in list(os.environ):
 # is tested on its own.
 os.environ["RAG_BUNDLED"] = "false"
 
-from helpers import SEEDS, free_port  # noqa: E402  (after the environment is cleaned)
+from helpers import SEEDS, free_port, start_chroma  # noqa: E402  (after the environment is cleaned)
 
 # Store-parametrized tests run against the embedded store and a real `chroma run`; the latter are marked `server`.
 SERVER = pytest.param("server", marks=pytest.mark.server)
@@ -94,23 +92,11 @@ def pytest_collection_modifyitems(config, items):
 def chroma_server(tmp_path_factory):
     """A real Chroma server (`chroma run` of this venv's chromadb) on 127.0.0.1 and a free port; its URL."""
     import subprocess
-    import time
-    import urllib.request
 
-    binary = Path(sys.executable).parent / "chroma"
     port = free_port()
     log = (tmp_path_factory.mktemp("chroma-server") / "server.log").open("w")
-    proc = subprocess.Popen([str(binary), "run", "--path", str(tmp_path_factory.mktemp("chroma-data")),
-                             "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    proc = start_chroma(tmp_path_factory.mktemp("chroma-data"), port, output=log)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url + "/api/v2/heartbeat", timeout=2)
-            break
-        except OSError:
-            assert proc.poll() is None and time.time() < deadline, "chroma run did not start"
-            time.sleep(0.2)
     yield url
     proc.terminate()
     try:

@@ -91,3 +91,23 @@ def without_capabilities(cmd: list[str]) -> list[str]:
     if os.geteuid() == 0:
         return [shutil.which("setpriv") or "/usr/bin/setpriv", "--bounding-set=-all", "--inh-caps=-all", "--", *cmd]
     return cmd
+
+
+def start_chroma(path: Path, port: int, output=None):
+    """A real `chroma run` (this venv's chromadb) serving `path` on 127.0.0.1:port, returned once it answers its
+    heartbeat. One starter for every test that needs its own server (tests/conftest.py's `chroma_server` too)."""
+    import subprocess
+    import time
+    import urllib.request
+
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "chroma"), "run", "--path", str(path),
+                             "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=output or subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    deadline = time.time() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=2)
+            return proc
+        except OSError:
+            assert proc.poll() is None and time.time() < deadline, "chroma run did not start"
+            time.sleep(0.2)

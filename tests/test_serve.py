@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import DATA, ROOT, SEEDS, rag_cmd
+from helpers import DATA, ROOT, SEEDS, rag_cmd, start_chroma
 
 from rag.config import Settings
 from rag.store import lock
@@ -190,20 +190,7 @@ def test_serve_lock_as_a_directory_still_serves_and_refuses_others(tmp_path):
 
 def _chroma_run(path, port):
     """A `chroma run` of this venv on 127.0.0.1:port, once it answers."""
-    import urllib.request
-    from pathlib import Path
-
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "chroma"), "run", "--path", str(path),
-                             "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-    deadline = time.time() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=2)
-            return proc
-        except OSError:
-            assert proc.poll() is None and time.time() < deadline, "chroma run did not start"
-            time.sleep(0.2)
+    return start_chroma(path, port)
 
 
 @pytest.mark.server

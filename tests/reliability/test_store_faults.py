@@ -12,10 +12,9 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
-from helpers import DATA, ROOT, api_ask, free_port, rag_cmd, short_abstracts, without_capabilities
+from helpers import DATA, ROOT, api_ask, free_port, rag_cmd, short_abstracts, start_chroma, without_capabilities
 
 from rag.config import Settings
 from rag.store.index import INGEST_BATCH, StoreError
@@ -25,18 +24,7 @@ Q = "protein structure generation"
 
 
 def _start_chroma(path, port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([str(ROOT / ".venv" / "bin" / "chroma") if (ROOT / ".venv" / "bin" / "chroma").exists()
-                             else os.path.join(os.path.dirname(sys.executable), "chroma"),
-                             "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=2)
-            return proc
-        except OSError:
-            assert proc.poll() is None and time.time() < deadline, "chroma run did not start"
-            time.sleep(0.2)
+    return start_chroma(path, port)
 
 
 def _stop(proc: subprocess.Popen) -> None:
