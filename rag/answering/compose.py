@@ -1,7 +1,10 @@
 """Compose: the one answer step. Retrieved sources -> the text of an `Answer`, streamed.
 
 The policy, in one place:
-1. the retrieval says the collection does not cover the question (`should_abstain`) -> the abstention text;
+1. the retrieval says the collection does not cover the question (`decide`: "not_covered") -> the abstention
+   text; it says no paper clearly answers but some are close ("unsure") -> the closest papers, cited, each with
+   its sentence nearest the question (`unsure_text`), in LLM mode too (a model asked to answer from papers that
+   do not answer would write one anyway);
 2. an LLM is configured (and the follow-up rewrite did not already fail) -> its answer, streamed through
    `StreamFilter` (citation styles normalized, numbers it was not given removed and counted), accepted only if
    it passes three checks: it is not empty; it cites a source or *is* "the sources do not answer"; and at least
@@ -34,7 +37,7 @@ from rag.generation import prompts
 from rag.generation.citations import StreamFilter, without_citations
 from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.answering.compare import side_papers
-from rag.answering.extractive import NO_ANSWER, RECORD_TYPES, abstention_text, extractive, should_abstain
+from rag.answering.extractive import NO_ANSWER, RECORD_TYPES, abstention_text, decide, extractive, unsure_text
 from rag.answering.records import Answer, Delta, Restart, Source
 
 # A follow-up about the previous answer's papers is answered from them unless its best sentence is below
@@ -67,10 +70,19 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
             bool(retrieval.sentences) and retrieval.sentences[0].score >= settings.policy.focus_floor)
     else:
         sides = side_papers(retrieval, intent.sides, settings.policy) if answer.answer_type == "compare" else []
-        covered = whole_list or bool(sides) or not should_abstain(retrieval, settings)
+        outcome = "answered" if whole_list or sides else decide(retrieval, settings)
+        covered = outcome == "answered"
+        if outcome == "unsure" and answer.sources:
+            text, cited = unsure_text(answer.sources)
+            by_n = {s.n: s for s in answer.sources}
+            answer.answer, answer.citations = text, [by_n[n] for n in cited]
+            answer.conclude("unsure")
+            yield Delta(answer.answer)
+            return
     if not retrieval.hits or not covered:
-        answer.answer = (f"The abstract of “{answer.sources[0].title}” does not appear to say."
+        answer.answer = (f"Not covered: the abstract of “{answer.sources[0].title}” does not appear to say."
                          if focused and answer.sources else abstention_text(answer.sources))
+        answer.conclude("not_covered")
         yield Delta(answer.answer)
         return
     if llm is not None and not answer.fallback_reason:
@@ -83,7 +95,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
                                  whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
                                  follow_up=focused)
         by_n = {s.n: s for s in answer.sources}
-        answer.abstained = not cited
+        answer.conclude("answered" if cited else "not_covered")
         answer.answer = text if cited else abstention_text(answer.sources)
         answer.citations = [by_n[n] for n in cited]
         yield Delta(answer.answer)
@@ -147,7 +159,7 @@ def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], chec
     answer.mode, answer.model, answer.answer = "llm", llm.model, cleaned.text.strip()
     answer.fabricated = cleaned.fabricated
     answer.citations = [by_n[n] for n in cleaned.cited]
-    answer.abstained = not cleaned.cited
+    answer.conclude("answered" if cleaned.cited else "not_covered")
     answer.unsupported = unsupported
     language = prompts.language_of(cleaned.text)
     if language and checked:

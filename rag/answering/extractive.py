@@ -48,7 +48,7 @@ from rag.text import is_boilerplate
 from rag.search.retrieve import Retrieval, ScoredSentence
 from rag.text import link_label
 from rag.answering import abstain, explain as explain_order
-from rag.answering.records import Source
+from rag.answering.records import Outcome, Source
 
 # How many sentences from which papers (MAX_PER_PAPER, RELATIVE_FLOOR, LEAD, ONE_PAPER_*): `Settings.policy`
 # (`AnswerPolicy`, rag/config.py), each with the set and figure that chose it. Which of a one-paper answer's
@@ -62,20 +62,55 @@ NO_ANSWER = re.compile(
     r"cannot be answered (?:from|with|using) the (?:sources|abstracts)", re.IGNORECASE)
 
 
-def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
+def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
+    """Which of the three outcomes the retrieval supports, before any answer is written.
+
+    Over a collection the learned gate applies to (`abstain.applies`, 1,000+ papers): its probability that the
+    papers do not answer, against its two cut points (`abstain.cut_points`): from the higher one "not_covered",
+    from the lower one "unsure", else "answered"; a best sentence below `abstain_threshold` (no rare name of the
+    question matched) is at least "unsure" (`abstain.LOW_CONFIDENCE` says whether it is "not_covered"). Over a
+    smaller collection the confidence bar alone decides, as before the gate: below it, "not_covered"."""
     if not retrieval.hits:
-        return True
-    if retrieval.confidence < settings.abstain_threshold and not retrieval.named_match:
-        return True
-    return abstain.refuses(retrieval, settings.abstain_model_threshold)  # the learned gate (rag/answering/abstain.py)
+        return "not_covered"
+    weak = retrieval.confidence < settings.abstain_threshold and not retrieval.named_match
+    if not abstain.applies(retrieval):
+        return "not_covered" if weak else "answered"
+    unsure_at, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
+    p = abstain.probability(retrieval)
+    if p >= not_covered_at:
+        return "not_covered"
+    if weak:
+        return abstain.LOW_CONFIDENCE
+    return "unsure" if p >= unsure_at else "answered"
+
+
+def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
+    """Whether the papers do not clearly answer (`decide` says anything but "answered")."""
+    return decide(retrieval, settings) != "answered"
+
+
+NOT_COVERED = "Not covered: the collection does not appear to cover this question."
+UNSURE = "Unsure: none of the papers clearly answers this."
+CLOSEST = 3  # papers an unsure answer cites as the closest
 
 
 def abstention_text(sources: list[Source]) -> str:
-    text = "The collection does not appear to cover this question."
+    text = NOT_COVERED
     if sources:
         nearest = "; ".join(f'"{s.title}"' for s in sources[:3])
         text += f" The nearest papers are: {nearest}."
     return text
+
+
+def unsure_text(sources: list[Source]) -> tuple[str, list[int]]:
+    """The answer when no paper clearly answers but some are close: the closest CLOSEST papers, each cited with
+    the sentence of its abstract nearest the question (a title-only paper by its title). Returns (text, cited)."""
+    closest = sources[:CLOSEST]
+    lines = [f"{UNSURE} The closest are:"]
+    for s in closest:
+        said = f": {s.snippet.strip()}" if s.has_abstract and s.snippet.strip() else ""
+        lines.append(f"{BULLET} “{s.title}” [{s.n}]{said}")
+    return "\n".join(lines), [s.n for s in closest]
 
 
 def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",
