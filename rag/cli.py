@@ -341,7 +341,8 @@ def render_sources(answer, settings: Settings | None = None) -> str:
         lines.append(f"note: weakly supported by its sources: {sentence}")
     shown = answer.sources if answer.abstained else answer.citations
     if shown:
-        lines.append("Nearest papers:" if answer.abstained else "Sources:")
+        lines.append("Nearest papers:" if answer.abstained else "Closest papers (none clearly answers):"
+                     if answer.outcome == "unsure" else "Sources:")
     for s in shown:
         meta = ", ".join(x for x in (s.decision, s.url) if x)
         lines.append(f"[{s.n}] {s.title}" + (f" ({meta})" if meta else ""))
@@ -460,6 +461,7 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
     report = run(engine, items, [c.strip() for c in configs.split(",") if c.strip()],
                  name or f"{questions[0].stem}-{corpus.stem if corpus else 'index'}")
     echo(report.table())
+    echo("\n" + report.outcome_table().rstrip())
     if llm_table := report.llm_table():
         echo("\n" + llm_table.rstrip())
     if report.meta.get("related_questions"):
