@@ -11,7 +11,7 @@ import sys
 import urllib.request
 
 import pytest
-from helpers import DATA, ROOT, SEEDS, free_port, wait_for_page
+from helpers import DATA, NEAR_MISS, ROOT, SEEDS, free_port, wait_for_page
 from netaudit import outside
 
 AUDIT = [sys.executable, str(ROOT / "tests" / "netaudit.py")]
@@ -117,6 +117,23 @@ def test_batch_answers_every_line_in_order_with_errors_in_place(cli_index, tmp_p
     assert lines[3]["line"] == 4 and "empty" in lines[3]["error"]
     assert lines[4]["abstained"] is True
     assert "Traceback" not in result.stderr
+
+
+def test_each_outcome_has_its_own_first_line(cli_index, corpus_engine):
+    """`rag ask` begins with the outcome when it is not an answer: "Unsure: ..." (the closest papers follow,
+    cited), "Not covered: ..."; an answer begins with what the papers say. `--json` carries `outcome`."""
+    data_dir, _, _ = cli_index
+    answered = rag("ask", SAE, "--data-dir", data_dir, check=True).stdout.splitlines()
+    not_covered = rag("ask", "What is the best recipe for chocolate cake?", "--data-dir", data_dir,
+                      check=True).stdout.splitlines()
+    unsure = rag("ask", NEAR_MISS, "--data-dir", corpus_engine.settings.data_dir, check=True).stdout.splitlines()
+    assert not_covered[0].startswith("Not covered: the collection does not appear to cover this question.")
+    assert unsure[0] == "Unsure: none of the papers clearly answers this. The closest are:"
+    assert re.match(r"• “.+” \[1\]", unsure[1]) and "Closest papers (none clearly answers):" in unsure
+    assert not answered[0].startswith(("Unsure", "Not covered")) and "[1]" in answered[0]
+    outcomes = [json.loads(rag("ask", "--json", q, "--data-dir", d, check=True).stdout)["outcome"]
+                for q, d in ((SAE, data_dir), (NEAR_MISS, corpus_engine.settings.data_dir))]
+    assert outcomes == ["answered", "unsure"]
 
 
 def test_stats(cli_index):
