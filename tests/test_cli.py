@@ -130,7 +130,7 @@ def test_each_outcome_has_its_own_first_line(cli_index, corpus_engine):
     assert not_covered[0].startswith("Not covered: the collection does not appear to cover this question.")
     assert unsure[0] == "Unsure: none of the papers clearly answers this. The closest are:"
     assert re.match(r"• “.+” \[1\]", unsure[1]) and "Closest papers (none clearly answers):" in unsure
-    assert not answered[0].startswith(("Unsure", "Not covered")) and "[1]" in answered[0]
+    assert not answered[0].startswith(("Unsure", "Not covered")) and "[1]" in "\n".join(answered)
     outcomes = [json.loads(rag("ask", "--json", q, "--data-dir", d, check=True).stdout)["outcome"]
                 for q, d in ((SAE, data_dir), (NEAR_MISS, corpus_engine.settings.data_dir))]
     assert outcomes == ["answered", "unsure"]

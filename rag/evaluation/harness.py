@@ -290,15 +290,15 @@ class Report:
         """Per set, for each configuration: the share of each outcome (answered / unsure / not covered) among the
         answerable questions and among the unanswerable ones."""
         first = next(iter(self.results.values()), {})
-        sets = [*(first.get("by_set") or {}), "all"]
+        sets = list(first.get("by_set") or {})
+        lead = "| set | config | " if sets else "| config | "
         lines = ["Outcomes (answerable: answered / unsure / not covered; unanswerable: the same):", "",
-                 "| set | config | " + " | ".join(OUTCOME_METRICS) + " |", "|" + "---|" * (len(OUTCOME_METRICS) + 2)]
-        for set_name in sets:
+                 lead + " | ".join(OUTCOME_METRICS) + " |", "|" + "---|" * (len(OUTCOME_METRICS) + 1 + bool(sets))]
+        for set_name in [*sets, "all"] if sets else [None]:
             for name, result in self.results.items():
-                summary = result["by_set"].get(set_name) if set_name != "all" else result["summary"]
-                if summary:
-                    lines.append(f"| {set_name} | {name} | "
-                                 + " | ".join(_cell(summary.get(m)) for m in OUTCOME_METRICS) + " |")
+                summary = result["by_set"][set_name] if set_name in sets else result["summary"]
+                lines.append(("" if set_name is None else f"| {set_name} ") + f"| {name} | "
+                             + " | ".join(_cell(summary.get(m)) for m in OUTCOME_METRICS) + " |")
         return "\n".join(lines) + "\n\n"
 
     def llm_table(self) -> str:

@@ -42,12 +42,16 @@ def page(app):
 
 
 def ask(page, question: str, answers_before: int) -> None:
+    """Ask and wait for the whole event chain (the session line is written last), as tests/web/test_web.py does:
+    a click while the previous answer's event is pending is dropped by Gradio."""
     page.fill("#question textarea", question)
     page.click("#ask")
     page.wait_for_function(
         f"document.querySelectorAll('#chat [data-testid=bot]').length > {answers_before} && "
         "document.querySelector('#sources h3') && "
-        f"document.querySelector('#sources h3').innerText.includes('answer {answers_before + 1}')", timeout=120_000)
+        f"document.querySelector('#sources h3').innerText.includes('answer {answers_before + 1}') && "
+        f"/This session: {answers_before + 1} answers?\\b/.test(document.querySelector('#session-totals').innerText)",
+        timeout=120_000)
 
 
 def test_each_outcome_has_its_own_label_look_and_card_score_wording(page, app):
