@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from rag.errors import RagError, whole_number
-from rag.config import Settings
+from rag.config import LIMITS, Settings
 from rag.text import plain
 from rag.store import lock
 from rag.store.catalog import enrich
@@ -41,10 +41,11 @@ from rag.answering.compose import compose
 from rag.answering.extractive import MAX_LISTED, passes_bar, should_abstain
 from rag.answering.records import Answer, Delta, Restart, Source, sources_from
 
-MAX_QUESTION_CHARS = 2_000
+# The input caps (rag/config.py `Limits`, with what chose each):
+MAX_QUESTION_CHARS = LIMITS.question_chars
 MAX_K = MAX_LISTED  # papers one question can ask for (a count checks this many)
-MAX_HISTORY_TURNS = 100
-MAX_AUTHOR_CHARS = 200
+MAX_HISTORY_TURNS = LIMITS.history_turns
+MAX_AUTHOR_CHARS = LIMITS.author_chars
 NAME_THE_PAPER = ("Which paper? Give its title, a distinctive part of it (such as CatVTON) or its OpenReview id, "
                   "e.g. “Which papers are related to CatVTON?”.")
 MAX_FOCUS = 10  # papers of the previous answer a follow-up can be about

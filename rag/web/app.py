@@ -36,6 +36,7 @@ from typing import Any
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
 
+from rag.config import LIMITS
 from rag.errors import RagError, one_line
 from rag.store.ingest import SUPPORTED_SUFFIXES
 from rag.generation.cost import answer_cost
@@ -58,14 +59,13 @@ DECISIONS = ["Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)"]
 
 # ---- the app ----------------------------------------------------------------------------------------------
 
-EXPORT_MAX_AGE = 3600  # seconds an export folder (and Gradio's cached copy of it) is kept
-MAX_UPLOAD = "50mb"  # per file (Gradio's max_file_size); the whole upload request has the same cap (rag.web.guard)
-# The feedback file stops growing at this size (a line is ~2 KB: some 10,000 votes), each text in it cut to this.
-FEEDBACK_MAX_BYTES = 20 * 1024 * 1024
-FEEDBACK_TEXT_CHARS = 20_000
-# "Add papers": uploads one browser session may make in an hour, and all sessions together (a client picks its
-# own session id, so the second bounds what rotating ids can cost: each upload is capped in records by ingest).
-UPLOADS_PER_SESSION_HOUR, UPLOADS_PER_HOUR = 10, 60
+# The caps of the page, each with what chose it: rag/config.py `Limits`.
+EXPORT_MAX_AGE = LIMITS.export_max_age  # seconds an export folder (and Gradio's cached copy of it) is kept
+MAX_UPLOAD = LIMITS.upload_bytes  # per file (Gradio's max_file_size); the whole request has the same cap (guard)
+FEEDBACK_MAX_BYTES = LIMITS.feedback_bytes  # the feedback file stops growing at this size
+FEEDBACK_TEXT_CHARS = LIMITS.feedback_text_chars  # each text in it is cut to this
+# "Add papers": uploads one browser session may make in an hour, and all sessions together.
+UPLOADS_PER_SESSION_HOUR, UPLOADS_PER_HOUR = LIMITS.uploads_per_session_hour, LIMITS.uploads_per_hour
 
 
 def public_message(exc: BaseException, settings) -> str:
