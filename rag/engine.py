@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from rag.errors import RagError, whole_number
 from rag.config import LIMITS, Settings
-from rag.text import plain
+from rag.text import load_sentence_splitter, plain
 from rag.store import lock
 from rag.store.catalog import enrich
 from rag.store.embeddings import Embedder, make_embedder
@@ -425,6 +425,7 @@ class Engine:
         """Ingest `paths` in a thread while questions are answered (`rag serve` and the bundled list). Progress
         is in `self.indexing`; answers given meanwhile say how many papers they searched. Stopping the process
         loses at most the two batches being embedded and written: a restart skips every paper already stored."""
+        load_sentence_splitter()  # on this thread, before the worker (rag.text: nltk's import is not thread-safe)
         self.indexing = state = Indexing(running=True)
 
         def progress(done: int, todo: int) -> None:
