@@ -350,3 +350,16 @@ def test_an_answer_says_when_no_paper_mentions_a_name_the_question_uses(seed_eng
         assert not any("No paper in the list mentions" in n for n in seed_engine.ask(known).notices), known
     refused = seed_engine.ask("What is the best recipe for ZephyrineNet sourdough bread?")
     assert refused.abstained and "No paper in the list mentions “ZephyrineNet”." in refused.notices
+
+
+def test_how_many_words_beside_the_refusal_phrase_still_refuse_is_the_policys():
+    """`AnswerPolicy.refusal_extra_words` (12) decides whether an uncited LLM answer holding the refusal phrase is an
+    abstention: a polite sentence around it is, SmolLM2's junk around it is not."""
+    from rag.answering.compose import is_refusal
+    from rag.config import DEFAULT_POLICY, Settings
+
+    polite = "I'm sorry, but the sources do not contain an answer to this question."
+    junk = "Sure " * 12 + "the sources do not contain an answer."  # 13 words besides the phrase
+    assert DEFAULT_POLICY.refusal_extra_words == Settings.load().policy.refusal_extra_words == 12
+    assert is_refusal(polite) and not is_refusal(junk)
+    assert is_refusal(junk, extra_words=13) and not is_refusal(polite, extra_words=3)
