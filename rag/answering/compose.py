@@ -71,6 +71,17 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
         outcome = "answered" if whole_list or sides else decide(retrieval, settings)
         covered = outcome == "answered"
         if outcome == "unsure" and answer.sources:
+            # Near the gate's cut point the reader decides (issue 28): an LLM, when one is set, reads the papers
+            # and may answer with citations; if it finds no answer, or fails, the closest papers are shown unsure.
+            if llm is not None and not answer.fallback_reason:
+                yield from _llm_answer(answer, llm, templates, check_support, started, standalone,
+                                       settings.policy.refusal_extra_words)
+                if answer.mode == "llm" and answer.outcome == "answered":
+                    return
+                yield from _reader_found_nothing(answer, llm.model)
+                if answer.fallback_reason:
+                    answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); showing the "
+                                          "closest papers instead.")
             text, cited = unsure_text(answer.sources)
             by_n = {s.n: s for s in answer.sources}
             answer.answer, answer.citations = text, [by_n[n] for n in cited]
@@ -86,6 +97,10 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     if llm is not None and not answer.fallback_reason:
         yield from _llm_answer(answer, llm, templates, check_support, started, standalone,
                                settings.policy.refusal_extra_words)
+        # A reader's "no answer" beside a retrieval the gate found answerable is not final: a small model gives
+        # up on descriptions it cannot link (Qwen2.5-1.5B did on 21% of answerable questions, the right paper
+        # often at rank 2-5). The extractive answer is shown instead, marked unsure.
+        yield from _reader_found_nothing(answer, llm.model)
     if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
         if answer.fallback_reason:
             answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
@@ -94,10 +109,29 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
                                  whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
                                  follow_up=focused)
         by_n = {s.n: s for s in answer.sources}
-        answer.conclude("answered" if cited else "not_covered")
+        if answer.llm_no_answer and cited:
+            answer.conclude("unsure")
+            text = f"{UNSURE_READER}\n{text}"
+        else:
+            answer.conclude("answered" if cited else "not_covered")
         answer.answer = text if cited else abstention_text(answer.sources)
         answer.citations = [by_n[n] for n in cited]
         yield Delta(answer.answer)
+
+
+UNSURE_READER = "Unsure: the LLM found no answer in these papers. The passages closest to the question:"
+
+
+def _reader_found_nothing(answer: Answer, model: str) -> Iterator[Restart]:
+    """If the LLM's answer was "the sources do not answer", take it back (its text was streamed) and record it:
+    the caller shows the quoted passages instead, marked unsure, with a notice naming the model."""
+    if answer.mode != "llm" or answer.outcome != "not_covered":
+        return
+    answer.llm_no_answer = True
+    answer.mode, answer.answer, answer.citations = "extractive", "", []
+    answer.notices.append(f"The LLM ({model}) read these papers and found no answer in them; below are the "
+                          "passages closest to the question, which may not answer it.")
+    yield Restart("the LLM found no answer in the papers")
 
 
 def is_refusal(text: str, extra_words: int = DEFAULT_POLICY.refusal_extra_words) -> bool:

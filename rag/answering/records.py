@@ -56,6 +56,7 @@ class Answer:
     notices: list[str] = field(default_factory=list)  # things the user should know (truncated input, ...)
     model: str = ""  # the LLM that wrote the answer (mode "llm")
     fallback_reason: str = ""  # why an LLM was configured but the answer is extractive
+    llm_no_answer: bool = False  # the LLM read the papers and said they do not answer: the answer shown is unsure
     fabricated: int = 0  # citations the LLM made to source numbers it was not given (removed from the text)
     unsupported: list[str] = field(default_factory=list)  # cited sentences the cited abstracts barely support
     usage: dict[str, int | None] = field(default_factory=dict)  # prompt/completion tokens reported by the LLM

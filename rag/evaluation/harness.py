@@ -116,7 +116,8 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
             "cited_gold": any(matches(g, s.paper_id, s.text) for g in q.get("gold", []) for s in answer.citations),
             "fabricated": answer.fabricated, "ms": round(ms, 1),
             "facts": (sum(f.lower() in text for f in facts) / len(facts)) if facts else None,
-            "fallback_reason": answer.fallback_reason, "unsupported": len(answer.unsupported),
+            "fallback_reason": answer.fallback_reason, "llm_no_answer": answer.llm_no_answer,
+            "unsupported": len(answer.unsupported),
             "cited_sentences": sum(1 for _, c in cited_sentences(answer.answer) if c) if answer.mode == "llm" else 0,
             "completion_tokens": (answer.usage or {}).get("completion_tokens")
             or (answer.usage or {}).get("completion_chunks"),
@@ -229,7 +230,8 @@ def llm_summary(rows: list[dict]) -> dict:
             reasons[kind] = reasons.get(kind, 0) + 1
     checked = sum(r["cited_sentences"] for r in llm)
     return {"llm_written": mean(r["mode"] == "llm" and not r["abstained"] for r in answerable),
-            "llm_no_answer": mean(r["mode"] == "llm" and r["abstained"] for r in rows),
+            "llm_no_answer": mean(r.get("llm_no_answer", False) or (r["mode"] == "llm" and r["abstained"])
+                                  for r in rows),
             "fell_back": mean(bool(r.get("fallback_reason")) for r in rows),
             "fallback_reasons": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
             "unanswered_answered": mean(not r["abstained"] for r in none),

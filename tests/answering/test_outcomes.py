@@ -44,3 +44,22 @@ def test_an_uncovered_topic_is_not_covered_and_cites_nothing(corpus_engine):
     covered = corpus_engine.ask(COVERED)
     assert covered.outcome == "answered" and not covered.abstained and covered.citations
     assert not covered.answer.startswith((UNSURE, NOT_COVERED))
+
+
+def test_with_an_llm_an_unsure_question_is_read_by_it_and_its_cited_answer_stands(corpus_engine):
+    # Issue 28 item 3: near the cut point the reader decides. The stand-in answers from the papers with a citation
+    # (the support check passes it): answered by the LLM. Told nothing answers, the closest papers show unsure.
+    from fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        engine = corpus_engine.derive(llm_model="fake-chat", llm_base_url=server.base_url, llm_api_key="sk-test",
+                                      llm_max_retries=0)
+        answer = engine.ask(NEAR_MISS)
+        assert server.chat_requests(), "the LLM was asked"
+        assert answer.mode == "llm" and answer.outcome == "answered" and answer.citations
+        server.mode = "no_answer"
+        answer = engine.ask(NEAR_MISS)
+        assert answer.outcome == "unsure" and answer.llm_no_answer and answer.mode == "extractive"
+        assert answer.answer.startswith(UNSURE) and answer.citations
+        uncovered = engine.ask(UNCOVERED)
+        assert uncovered.outcome == "not_covered" and len(server.chat_requests()) == 2  # not sent: nothing is close
