@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import click
 
@@ -107,7 +107,8 @@ def _check_port(host: str, port: int, variable: str = "RAG_PORT") -> None:
 
 
 def friendly_errors(func: Callable) -> Callable:
-    """Turn the library's expected errors into `Error: ...` and exit code 1."""
+    """Turn the library's expected errors into `Error: ...` and exit code 1, and a reader that left the pipe
+    (`rag topics | head -1`) into a quiet exit (`reader_left`)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -121,6 +122,8 @@ def friendly_errors(func: Callable) -> Callable:
             raise
         except (click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
+        except BrokenPipeError:
+            reader_left()
         except Exception as exc:
             if click.get_current_context().find_root().params.get("traceback"):
                 raise
@@ -129,6 +132,21 @@ def friendly_errors(func: Callable) -> Callable:
                                        "(run `rag --traceback ...` for details)") from None
 
     return wrapper
+
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for `yes | head -1`'s `yes`
+
+
+def reader_left() -> NoReturn:
+    """The program reading our output stopped (`rag topics | head -1`): as any Unix tool, stop quietly. Later writes
+    (the interpreter flushes stdout on exit) go to /dev/null, so no "Exception ignored ... BrokenPipeError" either;
+    the exit code is the shell's for a process ended by SIGPIPE."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout already closed or not a file: nothing left to flush into the pipe
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
