@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from rag.query.intent import parse
 from rag.explore.related import PaperNotFound, explorer, find_paper
+from rag.store.index import StoredPaper
 from rag.explore.topicmap import build, fingerprint, label_terms, map_path, topic_map
 from rag.evaluation.harness import related_recall
 from rag.web.mapview import MapPanel
@@ -55,6 +56,31 @@ def test_a_paper_is_found_by_id_title_or_a_unique_part_of_its_title(seed_engine)
         find_paper(papers, "models")
     with pytest.raises(PaperNotFound, match="k must be a whole number from 1 to 50"):
         seed_engine.related(SAE_ID, 0)
+
+
+def _bundled_papers() -> list[StoredPaper]:
+    """The whole bundled list (rag/data), as the store would hold it."""
+    from rag.store.catalog import BUNDLED
+    from rag.store.ingest import read_paths
+
+    return [StoredPaper(p.paper_id, p.abstract, p.title, p.label, p.authors, p.decision, p.venue, p.url, p.year,
+                        p.source, p.content_hash, has_abstract=p.has_abstract) for p in read_paths(BUNDLED).papers]
+
+
+def test_a_name_matches_whole_words_and_is_found_in_the_abstract_when_no_title_has_it():
+    papers = _bundled_papers()
+    assert len(papers) == 3706
+    # "TEAL" is inside "sTEALthy" and "STEALing" of three titles, and named only in the abstract of its own paper.
+    assert sum("teal" in p.title.casefold() for p in papers) == 3
+    assert find_paper(papers, "TEAL").paper_id == "dGVZwyq5tV"
+    assert find_paper(papers, "teal").paper_id == "dGVZwyq5tV"  # no other abstract has the word, in any case
+    # A title's whole words still win over abstracts; part of a word is no longer a match.
+    assert find_paper(papers, "Training-Free Activation Sparsity").paper_id == "dGVZwyq5tV"
+    with pytest.raises(PaperNotFound, match=r"[2-9] papers have 'stealthy' in their title"):
+        find_paper(papers, "stealthy")
+    # A name several abstracts give as typed: listed, the one naming it most often first.
+    with pytest.raises(PaperNotFound, match=r"no title has 'SHAP'; \d+ abstracts do, e\.g\. \w+"):
+        find_paper(papers, "SHAP")
 
 
 def test_rag_related_and_rag_topics_on_the_command_line(seed_engine):
