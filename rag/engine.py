@@ -256,6 +256,10 @@ class Indexing:
     total: int = 0  # papers the index will hold when done
     summary: str = ""  # the finished ingest's summary line, or why it failed
     failed: bool = False
+    seconds: float = 0.0  # how long it took, once done
+
+
+REPORT_EVERY = 10.0  # seconds between the console's progress lines of a background ingest (`rag serve`)
 
 
 class Engine:
@@ -420,15 +424,29 @@ class Engine:
         if retriever is not None:
             retriever.refresh()
 
-    def index_in_background(self, paths: list[str | Path], refresh_every: float = 15.0) -> threading.Thread:
+    def index_in_background(self, paths: list[str | Path], refresh_every: float = 15.0,
+                            report: Callable[[str], None] | None = None,
+                            report_every: float = REPORT_EVERY) -> threading.Thread:
         """Ingest `paths` in a thread while questions are answered (`rag serve` and the bundled list). Progress
-        is in `self.indexing`; answers given meanwhile say how many papers they searched. Stopping the process
-        loses at most the two batches being embedded and written: a restart skips every paper already stored."""
+        is in `self.indexing`; answers given meanwhile say how many papers they searched. `report` (the console
+        of `rag serve`) gets a progress line at most every `report_every` seconds and a last line when it is done
+        ("Indexed 3,706 papers in 52 s: added ..."), so whoever started it knows when the whole list is searchable.
+        Stopping the process loses at most the two batches being embedded and written: a restart skips every paper
+        already stored."""
         self.indexing = state = Indexing(running=True)
+        started = time.monotonic()
+        last_report = started
 
         def progress(done: int, todo: int) -> None:
+            nonlocal last_report
             if done == 0:
                 state.total = self.index.expected  # papers stored, plus the new ones to come
+            now = time.monotonic()
+            if report is not None and todo and now - last_report >= report_every:
+                last_report = now
+                stored = state.total - todo + done
+                report(f"Indexing: {stored:,} of {state.total:,} papers stored ({done:,} of {todo:,} new), "
+                       f"{now - started:.0f} s so far.")
 
         def run() -> None:
             try:
@@ -438,7 +456,13 @@ class Engine:
                 state.failed, state.summary = True, f"indexing stopped: {exc}"
             finally:
                 state.total = self.index.count() if not state.failed else state.total
+                state.seconds = time.monotonic() - started
                 state.running = False
+            if report is not None and state.failed:
+                report(f"Indexing stopped after {state.seconds:.0f} s: "
+                       f"{state.summary.removeprefix('indexing stopped: ')}")
+            elif report is not None:
+                report(f"Indexed {state.total:,} papers in {state.seconds:.0f} s: {state.summary}.")
 
         thread = threading.Thread(target=run, name="background-ingest", daemon=True)
         thread.start()

@@ -5,6 +5,7 @@ after a restart without embedding anything twice."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -81,6 +82,22 @@ def test_a_background_ingest_is_searchable_as_it_goes_and_resumes_after_a_restar
     restarted.index_in_background([SEEDS]).join(120)
     assert restarted.indexing.summary.startswith("added 0, updated 0, unchanged 38")
     assert "0 chunks embedded" in restarted.indexing.summary
+
+
+def test_a_background_ingest_reports_its_progress_and_a_last_line_to_the_console(tmp_path):
+    """`rag serve` printed nothing while it indexed the bundled list for minutes, nor when it was done."""
+    engine = Engine(Settings(data_dir=tmp_path / "index"), serving=True)
+    engine.ingest([DATA / "papers_small.jsonl"])
+    lines: list[str] = []
+    engine.index_in_background([SEEDS], report=lines.append, report_every=0.0).join(120)
+    progress, done = lines[:-1], lines[-1]
+    assert progress and all(re.fullmatch(r"Indexing: \d+ of 46 papers stored \(\d+ of 38 new\), \d+ s so far\.",
+                                         line) for line in progress), lines
+    assert progress[-1].startswith("Indexing: 46 of 46 papers stored (38 of 38 new)")
+    assert re.fullmatch(r"Indexed 46 papers in \d+ s: added 38, updated 0, unchanged 0, .*\.", done), done
+    quiet: list[str] = []
+    engine.index_in_background([SEEDS], report=quiet.append).join(120)  # every REPORT_EVERY s: nothing to add
+    assert len(quiet) == 1 and quiet[0].startswith("Indexed 46 papers in ")
 
 
 def test_the_progress_total_counts_an_updated_paper_once(tmp_path):

@@ -28,6 +28,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +84,38 @@ def _without_paths(text: str, settings) -> str:
                         str(settings.chroma_path), str(Path(settings.chroma_path).resolve())}, key=len, reverse=True):
         text = text.replace(path, "<data dir>")
     return re.sub(r"(?<![\w.])/(?:[\w.-]+/)+[\w.-]*", "<path>", text)
+
+
+# Each page's indexing line and its refresh timer, by page, so `publish_status` can write them into its config.
+_STATUS: "weakref.WeakKeyDictionary[gr.Blocks, tuple[gr.Markdown, gr.Timer]]" = weakref.WeakKeyDictionary()
+
+
+def publish_status(demo: gr.Blocks, engine: Engine) -> None:
+    """Write the indexing line as it is now, and whether its timer runs, into the page's config. Gradio serves that
+    config, made once at launch, to every page load, so without this each page first showed the line of start-up
+    ("Reading the collection to index…") until its timer ticked 2 s later, even long after indexing ended. The page
+    load's own event (`build`) then refreshes it within the same second while indexing goes on."""
+    parts = _STATUS.get(demo)
+    config = getattr(demo, "config", None)
+    if parts is None or not isinstance(config, dict):
+        return
+    progress, timer = parts
+    wanted: dict[int, dict[str, Any]] = {progress._id: {"value": indexing_line(engine)},
+                                         timer._id: {"active": engine.indexing.running}}
+    for component in config.get("components", []):
+        for key, value in wanted.get(component.get("id"), {}).items():
+            component.setdefault("props", {})[key] = value
+
+
+def keep_status_published(demo: gr.Blocks, engine: Engine, ingest: threading.Thread, every: float = 1.0) -> None:
+    """`publish_status` every `every` seconds while the background `ingest` runs, and once when it has ended."""
+    def run() -> None:
+        while ingest.is_alive():
+            publish_status(demo, engine)
+            ingest.join(every)
+        publish_status(demo, engine)
+
+    threading.Thread(target=run, name="indexing-status", daemon=True).start()
 
 
 def indexing_line(engine: Engine) -> str:
@@ -452,8 +485,12 @@ def build(engine: Engine) -> gr.Blocks:
             control(**map_state)
         upload.upload(app.add_papers, [upload], [added, progress], api_visibility="private", concurrency_limit=1)
         timer = gr.Timer(2.0, active=engine.indexing.running)
-        timer.tick(lambda: (indexing_line(engine), gr.Timer(active=engine.indexing.running)), None,
-                   [progress, timer], api_visibility="private", show_progress="hidden")
+        status: dict[str, Any] = dict(fn=lambda: (indexing_line(engine), gr.Timer(active=engine.indexing.running)),
+                                      inputs=None, outputs=[progress, timer], api_visibility="private",
+                                      show_progress="hidden")
+        timer.tick(**status)
+        demo.load(**status)  # the line as it is when the page loads (its config may be a second old)
+    _STATUS[demo] = (progress, timer)
     return demo
 
 
@@ -461,8 +498,9 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
     """Load the index, then serve; `background` files are indexed while serving (the bundled list).
     `block=False` returns at once (tests)."""
     engine.retriever  # load the embedder and index now, not on the first question
+    ingest = None
     if background:
-        engine.index_in_background(background)
+        ingest = engine.index_in_background(background, report=lambda line: print(line, flush=True))
     elif engine.is_empty():
         print(f"warning: the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first, or add "
               "papers on the page", flush=True)
@@ -481,6 +519,8 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
                 footer_links=["api"], max_file_size=MAX_UPLOAD,
                 app_kwargs={"middleware": [Middleware(Guard, hosts=allowed_hosts(engine.settings.host,
                                                                                   engine.settings.allowed_hosts))]})
+    if ingest is not None:
+        keep_status_published(demo, engine, ingest)
     if block:
         print(f"Serving on http://{engine.settings.host}:{engine.settings.port} (Ctrl-C to stop)", flush=True)
         demo.block_thread()

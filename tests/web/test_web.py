@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 import urllib.error
@@ -589,6 +590,62 @@ def test_the_page_shows_indexing_progress_and_adds_uploaded_papers(browser, tmp_
     finally:
         gate.set()
         demo.close()
+
+
+# Every text the indexing line shows, in order, from the page's first paint (installed before the page's own
+# scripts); its Markdown only, not Gradio's status tracker beside it (hidden by CSS, which may not be loaded yet).
+RECORD_INDEXING_LINE = """
+window.__indexing = [];
+new MutationObserver(() => {
+  const line = document.querySelector('#indexing [data-testid=markdown]');
+  const text = line ? line.innerText.trim() : '';
+  if (text && window.__indexing[window.__indexing.length - 1] !== text) window.__indexing.push(text);
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
+def test_a_page_loaded_after_indexing_first_shows_it_done_and_the_console_says_so(browser, tmp_path, capfd):
+    """Every page load once first showed the start-up line ("Reading the collection to index…") for 2 s, however
+    long ago indexing had ended; and the console of `rag serve` said nothing of the background indexing."""
+    from rag.web.app import launch
+
+    import threading
+
+    engine = Engine(Settings(data_dir=tmp_path / "index", port=free_port()), serving=True)
+    engine.ingest([SEEDS])
+    gate, upsert = threading.Event(), engine.index.upsert
+
+    def held(papers, files=(), progress=None):  # the background ingest is still running when the page is built
+        def step(done, todo):
+            progress(done, todo)
+            if done == 0:
+                gate.wait(60)
+        return upsert(papers, files=files, progress=step)
+
+    engine.index.upsert = held
+    demo = launch(engine, block=False, background=[DATA / "papers_small.jsonl"])
+    try:
+        assert engine.indexing.running
+        gate.set()
+        deadline = time.time() + 120
+        while engine.indexing.running and time.time() < deadline:
+            time.sleep(0.2)
+        assert not engine.indexing.running
+        time.sleep(1.5)  # the config is published once the ingest has ended (at most a second later)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_init_script(RECORD_INDEXING_LINE)
+        page = context.new_page()
+        page.goto(f"http://127.0.0.1:{engine.settings.port}/")
+        page.wait_for_selector("#question textarea")
+        page.wait_for_timeout(3000)  # past the old timer's first tick
+        seen = page.evaluate("window.__indexing")
+        assert seen == ["46 papers indexed."], seen[:12]
+        context.close()
+    finally:
+        gate.set()
+        demo.close()
+    console = capfd.readouterr().out
+    assert re.search(r"^Indexed 46 papers in \d+ s: added 8, .*\.$", console, re.M), console
 
 
 def test_the_chats_trash_icon_starts_a_new_conversation_like_the_button(page, app):
