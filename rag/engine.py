@@ -248,6 +248,18 @@ class Search:
     notices: list[str]  # what the user should know (the query was cut, markup left out)
 
 
+def partial_caveat(answer: Answer) -> str:
+    """What of an answer from a partly indexed collection may change once indexing ends: a refusal (the paper that
+    answers may be among those not indexed yet), or an answer resting on a single paper (a better one may come);
+    "" for an answer several papers agree on. (A Chinese question was once answered confidently from the wrong
+    paper because its own was not indexed yet.)"""
+    if answer.abstained:
+        return " This refusal may change when indexing ends: the paper that answers may not be indexed yet."
+    if len(answer.citations) == 1:
+        return " It rests on one paper, which may change when indexing ends: a closer match may not be indexed yet."
+    return ""
+
+
 @dataclass
 class Indexing:
     """Progress of an ingest running in the background (`Engine.index_in_background`), for the page to show."""
@@ -515,7 +527,9 @@ class Engine:
         loaded = time.perf_counter()
         retrieval, lead = self._retrieve(intent, search, k, filters, focus)
         retrieved = time.perf_counter()
+        partial = None  # where the notice of a partial index is, to say after answering what may change
         if self.indexing.running and self.indexing.total:
+            partial = len(notices)
             notices.append(f"Searched the {len(retriever.state.papers):,} papers indexed so far; indexing of "
                            f"{self.indexing.total:,} is still under way.")
         answer = Answer(question=question, answer="", mode="extractive", abstained=True, citations=[],
@@ -528,6 +542,8 @@ class Engine:
         yield from compose(answer, retrieval, self.settings, llm, self.templates, self._check_support, started,
                            intent, said, plan.standalone)
         answer.answer = f"{lead}\n{answer.answer}" if lead else answer.answer
+        if partial is not None:
+            notices[partial] += partial_caveat(answer)
         if retrieval.unknown_names and not focus:  # "How does ZephyrineNet work?"
             names = ", ".join(f"“{name}”" for name in retrieval.unknown_names[:3])
             notices.append(f"No paper in the list mentions {names}"
