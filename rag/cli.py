@@ -511,13 +511,17 @@ def _eval_support(paths: list[Path], name: str | None, out: Path, settings: dict
 @store_options
 @friendly_errors
 def stats(as_json: bool, **settings: Any) -> None:
-    """Show what the index holds: papers, chunks, decisions, source files."""
+    """Show what the index holds: papers (and how many are title-only), chunks, decisions, source files."""
+    from rag.store.index import TITLE_ONLY_MEANS
+
     info = _existing_engine(**settings).stats()
     if as_json:
         echo(json_line(info, ensure_ascii=False))
         return
     for key in ("data_dir", "collection", "embedder", "papers", "chunks"):
         echo(f"{key:<11} {info[key]}")
+        if key == "papers" and info["title_only"]:
+            echo(f"{'':<11} ({info['title_only']} of them title-only: {TITLE_ONLY_MEANS})")
     for title, table in (("decisions", info["decisions"]), ("sources", info["sources"])):
         echo(f"{title}:")
         for name, count in table.items():
@@ -570,8 +574,12 @@ def topics(as_json: bool, points: bool, **settings: Any) -> None:
     if as_json:
         echo(json_line(tmap.summary(points=points), ensure_ascii=False))
         return
+    from rag.store.index import paper_count
+
     titles = {p.paper_id: p.title or p.label for p in engine.retriever.state.papers}
-    echo(f"{len(tmap.paper_ids):,} papers in {len(tmap.topics)} topics "
+    on_map = set(tmap.paper_ids)
+    echo(f"{paper_count([p for p in engine.retriever.state.papers if p.paper_id in on_map])} in "
+         f"{len(tmap.topics)} topics "
                f"({'read from' if tmap.cached else f'computed in {tmap.seconds:.1f} s, stored in'} "
                f"{engine.settings.data_dir}):")
     echo(f"{'#':>3} {'papers':>6} {'oral':>5} {'spot':>5} {'poster':>6}  topic / example")

@@ -687,6 +687,7 @@ class Engine:
             "collection": self.settings.collection,
             "embedder": self.index.embedder.identity,
             "papers": len(papers),
+            "title_only": sum(not p.has_abstract for p in papers),  # found by title and authors, never quoted
             "chunks": self.index.chunk_count(),
             "decisions": dict(Counter(p.decision or "(none)" for p in papers).most_common()),
             "sources": dict(Counter(Path(p.source).name for p in papers).most_common()),

@@ -38,6 +38,7 @@ import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
 
 from rag.errors import RagError, one_line
+from rag.store.index import paper_count
 from rag.store.ingest import SUPPORTED_SUFFIXES
 from rag.generation.cost import answer_cost
 from rag.answering.records import Answer, Delta, Restart
@@ -130,7 +131,7 @@ def indexing_line(engine: Engine) -> str:
     if state.failed:
         return f"*{inert(_without_paths(state.summary, engine.settings))}*"
     if state.summary:
-        return f"*{len(engine.retriever.state.papers):,} papers indexed.*"
+        return f"*{paper_count(engine.retriever.state.papers)} indexed.*"
     return ""
 
 

@@ -23,6 +23,7 @@ import gradio as gr
 
 from rag.errors import RagError, one_line
 from rag.explore.topicmap import kind, topic_map
+from rag.store.index import paper_count
 from rag.text import strip_bidi
 from rag.web.render import paper_card, plain
 
@@ -110,7 +111,7 @@ function draw(data) {
     item.appendChild(document.createTextNode(`${t.n}. ${t.label} (${t.size})`));
     legend.appendChild(item);
   });
-  status.textContent = `${data.id.length} papers in ${data.topics.length} topics. Hover over a point for its ` +
+  status.textContent = `${data.counted} in ${data.topics.length} topics. Hover over a point for its ` +
     'title, click it for its card. The latest answer\'s papers are ringed; the filters grey out the rest.';
   apply();
 }
@@ -161,7 +162,9 @@ class MapPanel:
         # "— topic n" after it in the hover line.
         titles = {p.paper_id: strip_bidi(plain(p.title or p.label)) for p in self.engine.retriever.state.papers}
         labels = {t.n: strip_bidi(t.label) for t in tmap.topics}
-        return {"id": tmap.paper_ids, "x": [p[0] for p in tmap.xy], "y": [p[1] for p in tmap.xy],
+        on_map = set(tmap.paper_ids)
+        counted = paper_count([p for p in self.engine.retriever.state.papers if p.paper_id in on_map])
+        return {"id": tmap.paper_ids, "counted": counted, "x": [p[0] for p in tmap.xy], "y": [p[1] for p in tmap.xy],
                 "topic": tmap.topic,
                 "title": [f"{titles.get(pid, pid)} — topic {n}: {labels.get(n, '')}"
                           for pid, n in zip(tmap.paper_ids, tmap.topic)],

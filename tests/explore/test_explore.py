@@ -241,3 +241,27 @@ def test_the_map_is_built_again_in_the_background_when_the_indexing_ends(tmp_pat
     assert not thread.is_alive()
     stored = TopicMap.from_json(map_path(engine.settings).read_text(encoding="utf-8"))
     assert len(stored.paper_ids) == engine.index.count() == 46  # built for the whole list, before anyone asked
+
+
+def test_wherever_the_count_is_shown_it_says_how_many_are_title_only_and_what_that_means(tmp_path):
+    """The map and the README said 2,114 papers, the page 3,706: the 1,592 title-only papers were nowhere
+    explained. Each count now says how many are title-only and what that means."""
+    from helpers import DATA, SEEDS
+
+    from rag.config import Settings
+    from rag.engine import Engine
+    from rag.web.app import indexing_line
+
+    engine = Engine(Settings(data_dir=tmp_path / "index"))
+    engine.ingest([SEEDS])
+    engine.index_in_background([DATA / "papers_title_only.jsonl"]).join(120)
+    means = "2 of them title-only: found by title and authors, with no abstract to answer from"
+    assert indexing_line(engine) == f"*40 papers ({means}) indexed.*"
+    assert MapPanel(engine).map_points()["counted"] == f"40 papers ({means})"
+    runner = CliRunner()
+    stats = runner.invoke(main, ["stats", "--data-dir", str(tmp_path / "index")])
+    assert f"papers      40\n            ({means})\n" in stats.output, stats.output
+    assert json.loads(runner.invoke(main, ["stats", "--json", "--data-dir", str(tmp_path / "index")]).output)[
+        "title_only"] == 2
+    topics = runner.invoke(main, ["topics", "--data-dir", str(tmp_path / "index")])
+    assert topics.output.startswith(f"40 papers ({means}) in 8 topics"), topics.output
