@@ -313,9 +313,11 @@ class ChatApp:
             self.rated.add(key)
         gr.Info("Thanks, feedback saved.", duration=3)
 
-    def add_papers(self, files: list | None, request: gr.Request | None = None):
+    def add_papers(self, files: list | None, request: gr.Request | None = None,
+                   progress: gr.Progress = gr.Progress()):  # noqa: B008  (Gradio's way to ask for the progress bar)
         """Ingest uploaded files like `rag ingest`; the report names the uploaded files, not server paths. At most
-        UPLOADS_PER_SESSION_HOUR uploads per browser session and UPLOADS_PER_HOUR in all per hour."""
+        UPLOADS_PER_SESSION_HOUR uploads per browser session and UPLOADS_PER_HOUR in all per hour. While it runs,
+        the report's place shows how far the embedding is, updated per batch ("Embedding 64 of 150 papers")."""
         engine = self.engine
         paths = [Path(getattr(f, "name", f)) for f in files or []]
         if not paths:
@@ -327,7 +329,12 @@ class ChatApp:
         if wait:
             return wait, indexing_line(engine)
         try:
-            stats = engine.ingest(paths, upload=True)  # adds and updates its own papers, never others'
+            def embedding(done: int, todo: int) -> None:
+                if todo:
+                    progress(done / todo, desc=f"Embedding {done:,} of {todo:,} papers")
+
+            progress(0, desc="Reading the files")
+            stats = engine.ingest(paths, upload=True, progress=embedding)  # its own papers, never others'
         except Exception as exc:
             return inert(public_message(exc, self.settings)), indexing_line(engine)
         names = {str(p): p.name for p in paths}
@@ -484,7 +491,12 @@ def build(engine: Engine) -> gr.Blocks:
         gr.api(app.topics_api, api_name="topics", concurrency_limit=settings.concurrency)
         for control in (decisions.change, author.change):
             control(**map_state)
-        upload.upload(app.add_papers, [upload], [added, progress], api_visibility="private", concurrency_limit=1)
+        # The report (and the progress while embedding) is under the buttons, below the fold of a laptop's screen:
+        # brought into view when the upload starts and when it ends.
+        into_view = "() => { document.querySelector('#added')?.scrollIntoView({block: 'center'}); }"
+        upload.upload(None, None, None, js=into_view)
+        upload.upload(app.add_papers, [upload], [added, progress], api_visibility="private", concurrency_limit=1
+                      ).then(None, None, None, js=into_view)
         timer = gr.Timer(2.0, active=engine.indexing.running)
         status: dict[str, Any] = dict(fn=lambda: (indexing_line(engine), gr.Timer(active=engine.indexing.running)),
                                       inputs=None, outputs=[progress, timer], api_visibility="private",

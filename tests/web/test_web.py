@@ -648,6 +648,51 @@ def test_a_page_loaded_after_indexing_first_shows_it_done_and_the_console_says_s
     assert re.search(r"^Indexed 46 papers in \d+ s: added 8, .*\.$", console, re.M), console
 
 
+def test_adding_papers_shows_how_far_it_is_and_brings_the_report_into_view(browser, tmp_path, monkeypatch):
+    """The upload's "processing" never said how far it was, and its report appeared below the fold."""
+    import rag.store.index
+
+    from rag.web.app import launch
+
+    monkeypatch.setattr(rag.store.index, "INGEST_BATCH", 4)  # 12 papers: three batches, a progress line each
+    engine = Engine(Settings(data_dir=tmp_path / "index", port=free_port()), serving=True)
+    engine.ingest([SEEDS])
+    upload = tmp_path / "mine.jsonl"
+    upload.write_text("".join(json.dumps({"id": f"own-{i}", "title": f"Own paper {i}",
+                                          "abstract": f"Our own study number {i}: {text}"}) + "\n"
+                              for i, text in enumerate(seed_paragraphs("000_99312b63f56aee43.txt")[:12])))
+    demo = launch(engine, block=False)
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_init_script("""
+window.__added = [];
+new MutationObserver(() => {
+  const shown = document.querySelector('#added');
+  const text = shown ? shown.innerText.trim() : '';
+  if (text && window.__added[window.__added.length - 1] !== text) window.__added.push(text);
+}).observe(document, {subtree: true, childList: true, characterData: true});
+""")
+        page = context.new_page()
+        page.goto(f"http://127.0.0.1:{engine.settings.port}/")
+        page.wait_for_selector("#question textarea")
+        assert page.evaluate("window.scrollY") == 0
+        with page.expect_file_chooser() as chooser:
+            page.click("#add-papers")
+        chooser.value.set_files(str(upload))
+        page.wait_for_function("document.querySelector('#added').innerText.includes('Added papers')",
+                               timeout=120_000)
+        assert "added 12" in page.inner_text("#added")
+        seen = " | ".join(page.evaluate("window.__added"))
+        assert "Embedding 4 of 12 papers" in seen or "Embedding 8 of 12 papers" in seen, seen
+        page.wait_for_timeout(500)
+        box = page.evaluate("(() => { const r = document.querySelector('#added').getBoundingClientRect(); "
+                            "return [r.top, r.bottom, window.innerHeight]; })()")
+        assert 0 <= box[0] and box[1] <= box[2], box  # the report is on the screen
+        context.close()
+    finally:
+        demo.close()
+
+
 def test_the_chats_trash_icon_starts_a_new_conversation_like_the_button(page, app):
     """Clearing with the chat's own icon resets the answers too: feedback, export and the sources panel then
     speak of the new question only."""
