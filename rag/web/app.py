@@ -437,7 +437,7 @@ def build(engine: Engine) -> gr.Blocks:
                 with gr.Row(elem_id="chips"):  # filters the last question's words set; a click asks without it
                     chips = [gr.Button("", size="sm", visible=False, elem_id=f"chip-{kind}", elem_classes="chip")
                              for kind in QUESTION_FILTERS]
-                with gr.Row():
+                with gr.Row(elem_id="ask-row"):  # first on a phone (rag.web.render.CSS)
                     box = gr.Textbox(placeholder="Ask about the papers…", show_label=False, scale=6,
                                      elem_id="question", max_length=100_000, submit_btn=False)
                     send = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")

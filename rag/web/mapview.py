@@ -36,7 +36,10 @@ MAP_CSS = """
 .map-plot circle {stroke: none; cursor: pointer; opacity: 0.8;}
 .map-plot circle.dim {fill: #c8c8c8 !important; opacity: 0.3;}
 .map-plot circle.hl {stroke: #111; stroke-width: 3; opacity: 1;}
-.map-hover {font-size: 0.9em; min-height: 1.4em; font-style: italic;}
+/* One line always: a long title wrapping on a phone pushed the map down between a tap and its click, which then
+   landed beside the point. */
+.map-hover {font-size: 0.9em; height: 1.4em; font-style: italic; white-space: nowrap; overflow: hidden;
+            text-overflow: ellipsis;}
 .map-status {font-size: 0.9em; opacity: 0.8;}
 .map-legend {display: flex; flex-wrap: wrap; gap: 4px 12px; font-size: 0.8em; margin: 6px 0;}
 .map-legend span.sw {display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 4px;}
@@ -78,11 +81,18 @@ function apply() {
   const cy = Math.min(Math.max((y0 + y1) / 2, side / 2 - 20), 1020 - side / 2);
   zoom(`${cx - side / 2} ${cy - side / 2} ${side} ${side}`, side / 1040);
 }
+// On a touch screen or a narrow one a point is at least TOUCH_PX across on the screen, whatever the map's width:
+// 6 units of a 1040-unit map drawn 360 px wide were 2 px, too small to tap.
+const TOUCH_PX = 12;
+const TOUCH = window.matchMedia('(pointer: coarse), (max-width: 640px)');
 function zoom(box, scale) {  // points grow less than the view: zoomed in, they spread apart
   svg.setAttribute('viewBox', box);
-  const r = (6 * Math.sqrt(scale)).toFixed(2), ring = (3 * Math.sqrt(scale)).toFixed(2);
+  const width = svg.getBoundingClientRect().width;
+  const least = TOUCH.matches && width > 0 ? (TOUCH_PX / 2) * (1040 * scale) / width : 0;  // in map units
+  const r = Math.max(6 * Math.sqrt(scale), least).toFixed(2), ring = (3 * Math.sqrt(scale)).toFixed(2);
   for (const c of byId.values()) { c.setAttribute('r', r); c.style.strokeWidth = ring; }
 }
+window.addEventListener('resize', () => apply());
 function draw(data) {
   if (!data || data.error) { status.textContent = (data && data.error) || 'The map is not available.'; return; }
   svg.replaceChildren();

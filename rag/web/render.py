@@ -44,6 +44,8 @@ sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
 .src-related > summary {cursor: pointer; font-size: 0.85em;}
 .rel-card {border: 1px solid var(--border-color-primary); border-radius: 8px; margin: 6px 0; padding: 6px 8px;
            font-size: 0.92em;}
+/* A phone (390 px wide): the question box first, above the 560 px chat, so it is on the first screen. */
+@media (max-width: 640px) {#ask-row {order: -1;}}
 /* Toasts ("feedback saved") at the bottom left, away from the source cards on the right. */
 .toast-wrap {top: auto !important; bottom: var(--size-4) !important; left: var(--size-3) !important;
              right: auto !important; align-items: flex-start !important;}
