@@ -265,3 +265,53 @@ def test_wherever_the_count_is_shown_it_says_how_many_are_title_only_and_what_th
         "title_only"] == 2
     topics = runner.invoke(main, ["topics", "--data-dir", str(tmp_path / "index")])
     assert topics.output.startswith(f"40 papers ({means}) in 8 topics"), topics.output
+
+
+def test_adding_a_few_papers_keeps_every_topic_and_its_name(tmp_path):
+    """Adding 4 papers once renumbered and renamed all the topics (a new KMeans and t-SNE over everything). While
+    the additions are at most STABLE_SHARE of the map's last full build, the map is extended: each new paper joins
+    its nearest topic, and every topic keeps its number, name and the places of its papers."""
+    from helpers import DATA, SEEDS, seed_paragraphs
+
+    from rag.config import Settings
+    from rag.engine import Engine
+    from rag.explore.topicmap import STABLE_SHARE
+
+    engine = Engine(Settings(data_dir=tmp_path / "index"))
+    engine.ingest([SEEDS, DATA / "papers_small.jsonl"])
+    before = engine.topics()
+    assert len(before.paper_ids) == 46 and before.built == 46 and len(before.topics) == 9
+    place = dict(zip(before.paper_ids, zip(before.xy, before.topic)))
+    sae = seed_paragraphs("000_99312b63f56aee43.txt")
+    own = tmp_path / "own.jsonl"
+    own.write_text("".join(json.dumps({"id": f"own-{i}", "title": f"Own paper {i}",
+                                       "abstract": f"In our own words, number {i}: {sae[i]}"}) + "\n"
+                           for i in range(4)))
+    engine.ingest([own])
+    after = engine.topics()
+    assert after.key != before.key and len(after.paper_ids) == 50 and 4 <= STABLE_SHARE * 46
+    assert [(t.n, t.label, t.terms) for t in after.topics] == [(t.n, t.label, t.terms) for t in before.topics]
+    assert all(place[pid] == (xy, topic) for pid, xy, topic in zip(after.paper_ids, after.xy, after.topic)
+               if pid in place)
+    assert sum(t.size for t in after.topics) == 50
+    # Each new paper is in the topic of the seed paper whose abstract it restates.
+    topic_of = dict(zip(after.paper_ids, after.topic))
+    seeds = {p.abstract: p.paper_id for p in engine.retriever.state.papers}
+    assert [topic_of[f"own-{i}"] for i in range(4)] == [topic_of[seeds[sae[i]]] for i in range(4)]
+    # Many more: built anew over everything.
+    more = tmp_path / "more.jsonl"
+    more.write_text("".join(json.dumps({"id": f"more-{i}", "title": f"More {i}",
+                                        "abstract": f"Restated, number {i}: {sae[i + 4]}"}) + "\n"
+                            for i in range(6)))
+    engine.ingest([more])
+    rebuilt = engine.topics()
+    assert rebuilt.built == 56 and rebuilt.drift == 0
+
+
+def test_topic_names_leave_out_words_every_machine_learning_paper_uses():
+    docs = ["deep neural networks for graphs: graph neural networks pass messages between graph nodes",
+            "deep neural networks for images: diffusion models denoise images",
+            "deep neural networks for agents: reinforcement learning agents learn a policy from rewards"]
+    labels = label_terms(docs)
+    assert not {w for terms in labels for term in terms for w in term.split()} & {"deep", "neural", "networks"}
+    assert "graph" in " ".join(labels[0]) and "diffusion" in " ".join(labels[1]) and "policy" in " ".join(labels[2])
