@@ -25,7 +25,7 @@ LLM_EVAL_SETS ?= $(addprefix eval/questions/,corpus_dev.jsonl zh_dev.jsonl corpu
 LLM_EVAL_LIMIT ?= 20
 
 .DEFAULT_GOAL := help
-.PHONY: help install run ingest data test test-fast lint soak system-deps bench eval model clean llm-deps llm-server eval-llm
+.PHONY: help install run ingest data docs test test-fast lint soak system-deps bench eval model clean llm-deps llm-server eval-llm
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -57,10 +57,14 @@ test: $(STAMP) system-deps lint llm-deps ## Install what the tests need (chromiu
 test-fast: $(STAMP) ## The edit loop: tests without a browser, a Chroma server or long runs (no apt-get)
 	$(BIN)/python -m pytest -q -m "not browser and not server and not slow and not llm"
 
-lint: $(STAMP) ## ruff over the code and tests, mypy over rag/, the describe sets' wording rule (eval/check_describe.py)
+lint: $(STAMP) ## ruff, mypy over rag/, the describe sets' wording rule, README's generated blocks current (cog)
 	$(BIN)/ruff check rag tests eval bench tools
 	$(BIN)/mypy
 	$(BIN)/python eval/check_describe.py
+	@$(BIN)/cog -I tools --check README.md || { echo "README.md is stale: run make docs" >&2; exit 1; }
+
+docs: $(STAMP) ## Regenerate README's command list, make help and settings tables from the code (cog)
+	$(BIN)/cog -I tools -r README.md
 
 soak: $(STAMP) system-deps ## Long reliability runs: 1,000+ fuzzed inputs, 10 kill -9 trials, 60 s of 20-session load
 	$(BIN)/python -m pytest tests/reliability --soak -s -q

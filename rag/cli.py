@@ -38,19 +38,26 @@ def json_line(value: Any, **kwargs: Any) -> str:
     return json_safe(json.dumps(value, **kwargs))
 
 
+def setting_help(name: str, help: str) -> str:
+    """A setting flag's help: `help`, then the setting's default (read from `Settings`, so it cannot drift) and its
+    environment variable. README's settings table finds the flags of a setting by this `[env VAR]` ending."""
+    default = Settings.model_fields[name].default
+    shown = "" if default is None else f"default {str(default).lower() if isinstance(default, bool) else default}; "
+    return f"{help} [{shown}env {ENV_VARS[name]}]"
+
+
 def _setting_option(name: str, help: str, **kwargs: Any) -> Callable:
-    return click.option("--" + name.replace("_", "-"), name, default=None,
-                        help=f"{help} [env {ENV_VARS[name]}]", **kwargs)
+    return click.option("--" + name.replace("_", "-"), name, default=None, help=setting_help(name, help), **kwargs)
 
 
 def store_options(func: Callable) -> Callable:
     """The flags every command shares: where the index is and how it is embedded."""
     for option in reversed([
-        _setting_option("data_dir", "Directory of the index (default ./.rag).", type=click.Path(path_type=Path)),
+        _setting_option("data_dir", "Directory of the index.", type=click.Path(path_type=Path)),
         _setting_option("chroma_url", "A Chroma server (`chroma run`) instead of the embedded store, "
                                       "e.g. http://127.0.0.1:8000."),
-        _setting_option("collection", "Chroma collection name (default papers)."),
-        _setting_option("embedder", "minilm (offline, default) or openai (an OpenAI-compatible /v1/embeddings).",
+        _setting_option("collection", "Chroma collection name."),
+        _setting_option("embedder", "minilm (offline) or openai (an OpenAI-compatible /v1/embeddings).",
                         type=click.Choice(["minilm", "openai"])),
         _setting_option("embed_base_url", "Base URL of the embeddings endpoint, for --embedder openai."),
         _setting_option("embed_model", "Embedding model name at that endpoint, for --embedder openai."),
@@ -64,9 +71,9 @@ def llm_options(func: Callable) -> Callable:
     for option in reversed([
         _setting_option("llm_model", "Model name at the endpoint; setting it turns on LLM answers."),
         _setting_option("llm_base_url", "OpenAI-compatible base URL, e.g. http://localhost:11434/v1 (Ollama)."),
-        _setting_option("llm_timeout", "Seconds to wait for the first token or between tokens (default 60).",
+        _setting_option("llm_timeout", "Seconds to wait for the first token or between tokens.",
                         type=float),
-        _setting_option("llm_deadline", "Seconds for a whole LLM answer, retries included (default 90).", type=float),
+        _setting_option("llm_deadline", "Seconds for a whole LLM answer, retries included.", type=float),
         _setting_option("llm_price_in", "USD per million prompt tokens: answers and sessions then show their cost.",
                         type=float),
         _setting_option("llm_price_out", "USD per million completion tokens.", type=float),
@@ -225,7 +232,7 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
 @main.command()
 @click.argument("question", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON (the Answer object).")
-@_setting_option("k", "How many papers to retrieve (default 5).", type=int)
+@_setting_option("k", "How many papers to retrieve.", type=int)
 @click.option("--decision", default=None, help='Only papers with this decision: "Accept (Oral)", or Oral / '
                                                'Spotlight / Poster.')
 @click.option("--author", default=None, help="Only papers with an author whose name contains this.")
@@ -236,7 +243,7 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
 @click.option("--batch", type=click.File("r"), default=None,
               help='Answer many questions, loading everything once: one {"question": ..., "history": [...]} '
                    "per line in, one JSON answer per line out (needs --json).")
-@_setting_option("retrieval", "hybrid (default), dense or bm25: which retrievers rank the papers.",
+@_setting_option("retrieval", "hybrid, dense or bm25: which retrievers rank the papers.",
                  type=click.Choice(["hybrid", "dense", "bm25"]))
 @llm_options
 @store_options
@@ -385,7 +392,7 @@ def describe_filters(filters: dict[str, Any]) -> str:
 
 
 @main.command()
-@_setting_option("k", "How many papers to retrieve (default 5).", type=int)
+@_setting_option("k", "How many papers to retrieve.", type=int)
 @click.option("--decision", default=None, help='Only papers with this decision, e.g. "Accept (Oral)".')
 @llm_options
 @store_options
@@ -436,7 +443,7 @@ def chat(k: int | None, decision: str | None, **settings: Any) -> None:
 @click.option("--name", default=None, help="Report name (default: <questions>-<corpus>).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("eval/reports"),
               show_default=True, help="Directory for the report.")
-@_setting_option("support_threshold", "Similarity below which a cited sentence is unsupported (default 0.49).",
+@_setting_option("support_threshold", "Similarity below which a cited sentence is unsupported.",
                  type=float)
 @llm_options
 @store_options
@@ -557,7 +564,7 @@ def related(paper: str, k: int, as_json: bool, **settings: Any) -> None:
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the topics as JSON.")
 @click.option("--points", is_flag=True, help="With --json: also each paper's place on the map (paper_id, x, y, topic).")
-@_setting_option("topics", "Topic clusters (default 20; at most one per 5 papers).", type=int)
+@_setting_option("topics", "Topic clusters (at most one per 5 papers).", type=int)
 @store_options
 @friendly_errors
 def topics(as_json: bool, points: bool, **settings: Any) -> None:
@@ -644,11 +651,11 @@ def _announce_llm(settings: Settings) -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@_setting_option("host", "Address to bind (default 127.0.0.1).")
-@_setting_option("port", "Port (default 7860).", type=int)
+@_setting_option("host", "Address to bind.")
+@_setting_option("port", "Port.", type=int)
 @click.option("--bundled/--no-bundled", "bundled", default=None,
-              help="Index the bundled ICLR 2025 list in the background while serving (default), or serve the index "
-                   "as it is. [env RAG_BUNDLED]")
+              help=setting_help("bundled", "Index the bundled ICLR 2025 list in the background while serving, or "
+                                          "serve the index as it is."))
 @llm_options
 @store_options
 @friendly_errors
@@ -685,8 +692,8 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
 @main.command("mcp")
 @click.option("--http", is_flag=True, help="Serve streamable HTTP on http://127.0.0.1:PORT/mcp instead of stdio.")
 @click.option("--port", "mcp_port", type=int, default=None,
-              help="Port for --http (default 8765). [env RAG_MCP_PORT]")
-@_setting_option("k", "Papers search_papers returns when the call gives no k (default 5).", type=int)
+              help=setting_help("mcp_port", "Port for --http."))
+@_setting_option("k", "Papers search_papers returns when the call gives no k.", type=int)
 @llm_options
 @store_options
 @friendly_errors

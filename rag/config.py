@@ -59,14 +59,70 @@ class AnswerPolicy(BaseModel):
     title_cover: float = Field(0.6, description="Share of a side's content terms its paper's title contains.")
     strong_depth: int = Field(2, ge=1, description="A described side may be found in this many top hits.")
     rare_name_papers: int = Field(
-        200, ge=1, description="A comparison side's term is a rare name when at most max(2, papers / this) papers "
-        "contain it (0.5%). The learned gate's own 'rare' (1%, rag/answering/abstain.py RARE_SHARE) is part of its "
-        "fitted features and stays with them.")
+        200, ge=1, description="A term is a rare name when at most max(2, papers / this) papers contain it (0.5%): "
+        "a comparison side's name (rag/answering/compare.py) and the question's name the top paper shares "
+        "(`named_match`, rag/search/retrieve.py). The learned gate's own 'rare' (1%, rag/answering/abstain.py "
+        "RARE_SHARE) is one of its fitted features and stays with them (refit with `make model` to change it).")
+    refusal_extra_words: int = Field(
+        12, ge=0, description="An uncited LLM answer holding the refusal phrase is an abstention only if at most this "
+        "many other words surround it (rag/answering/compose.py is_refusal): \"I'm sorry, but the sources do not "
+        "contain an answer to this question.\" has 4; SmolLM2's junk around the phrase had 30+.")
+
+    def rare_limit(self, papers: int) -> int:
+        """The most papers a term may appear in and still be a rare name: max(2, papers / rare_name_papers). The one
+        definition of this 'rare', used by the comparison sides (rag/answering/compare.py) and the question's named
+        match (rag/search/retrieve.py)."""
+        return max(2, papers // self.rare_name_papers)
 
     def digest(self, *extra: Any) -> str:
         """A short hash of these values and `extra` (the abstention thresholds): which policy answered."""
         payload = json.dumps([self.model_dump(), *extra], sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+#: The answer policy's defaults (what `Settings.policy` is unless a test or a tuning run builds another).
+DEFAULT_POLICY = AnswerPolicy.model_validate({})
+
+
+class Limits(BaseModel):
+    """Fixed caps on what one request or session may cost (rag/engine.py's input checks, rag/web/), frozen. One
+    instance, `LIMITS`: the checks that read them run before any `Settings` exists (the CLI refuses an empty question
+    before loading anything; the MCP tools state the question cap; the markup pattern is bounded at import), so they
+    are constants of the code, not per-run settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    question_chars: int = Field(
+        2_000, ge=1, description="A question is cut to this many characters (with a notice); the markup patterns "
+        "of rag/engine.py are bounded by it (4 MB of \"<script \" took minutes with an unbounded pattern).")
+    history_turns: int = Field(100, ge=1, description="Earlier turns of a conversation kept (the last ones).")
+    author_chars: int = Field(200, ge=1, description="Longest author filter accepted.")
+    request_bytes: int = Field(
+        4 * 1024 * 1024, ge=1, description="Largest request body the web server reads (413 past it, before the app "
+        "sees it): a question is cut to question_chars, so 4 MB leaves room for a long history (rag/web/guard.py).")
+    upload_bytes: int = Field(
+        50 * 1024 * 1024, ge=1, description="Largest file of an upload (Gradio's max_file_size) and largest whole "
+        "upload request (rag/web/guard.py), so three 30 MB files in one request are refused like one 90 MB file.")
+    login_bytes: int = Field(64 * 1024, ge=1, description="Largest login form body: a user name and a password "
+                                                          "(Gradio's page sends ~300 bytes).")
+    login_failures: int = Field(5, ge=1, description="Failed logins for one user name within login_window seconds "
+                                                     "before that name is answered 429 (rag/web/guard.py).")
+    login_window: float = Field(60.0, gt=0, description="... the window, in seconds.")
+    uploads_per_session_hour: int = Field(10, ge=1, description="\"Add papers\" uploads one browser session may "
+                                                                "make in an hour.")
+    uploads_per_hour: int = Field(
+        60, ge=1, description="... and all sessions together (a client picks its own session id; each upload is "
+        "capped in records by upload_max_records).")
+    feedback_bytes: int = Field(20 * 1024 * 1024, ge=1, description="The feedback file stops growing at this size "
+                                                                    "(a line is ~2 KB: some 10,000 votes).")
+    feedback_text_chars: int = Field(20_000, ge=1, description="Each question and answer in a feedback line is cut "
+                                                               "to this.")
+    export_max_age: int = Field(3600, ge=1, description="Seconds an export folder (and Gradio's cached copy of it) "
+                                                        "is kept.")
+
+
+#: The one instance of the limits (see `Limits`).
+LIMITS = Limits.model_validate({})
 
 
 class Settings(BaseModel):
@@ -85,15 +141,17 @@ class Settings(BaseModel):
         "minilm", description="minilm: all-MiniLM-L6-v2 int8 ONNX shipped in a PyPI package (offline). "
         "openai: any OpenAI-compatible /v1/embeddings endpoint."
     )
-    embed_base_url: str | None = Field(None, description="Base URL of the /v1/embeddings endpoint (embedder=openai).")
+    embed_base_url: str | None = Field(None, description="Base URL of the /v1/embeddings endpoint (embedder=openai), "
+                                                  "e.g. http://localhost:11434/v1 (Ollama), a vLLM or TEI server.")
     embed_model: str | None = Field(None, description="Embedding model name at that endpoint (embedder=openai).")
     embed_api_key: SecretStr | None = Field(None, description="API key for that endpoint; never logged.")
-    embed_batch_size: int = Field(32, ge=1, le=1024)
+    embed_batch_size: int = Field(32, ge=1, le=1024, description="Texts per embedding call.")
 
     # Chunking, counted in the embedder's own tokens when it has a tokenizer (MiniLM: WordPiece), else cl100k.
     # 250 + [CLS] + [SEP] fits MiniLM's 256-token window, so no chunk is ever truncated; on the seed dev set 250
     # matched 200 on hit@1/hit@5, raised multi-paper recall@5 from 0.85 to 0.95, and embeds 20% fewer chunks.
-    chunk_size: int = Field(250, ge=32, le=2048, description="Tokens per chunk, title included.")
+    chunk_size: int = Field(250, ge=32, le=2048, description="Tokens per chunk, title included (a store built with "
+                                                             "other chunk values is re-chunked by the next ingest).")
     # 0: every sentence is stored with a vector of its own (rag.store.index), so chunks need no shared margin, and the
     # overlap was 2% more tokens for the model to embed at ingest (bench/FINDINGS.md).
     chunk_overlap: int = Field(0, ge=0, le=512, description="Tokens shared by neighbouring chunks.")
@@ -118,7 +176,7 @@ class Settings(BaseModel):
                     "probability that the papers do not answer; unset = its fitted threshold, 1.01 = off.",
     )
 
-    policy: AnswerPolicy = Field(default_factory=lambda: AnswerPolicy.model_validate({}),
+    policy: AnswerPolicy = Field(default_factory=lambda: DEFAULT_POLICY,
                                  description="The answer step's tuned thresholds (AnswerPolicy).")
 
     # The map of the collection (rag/explore/topicmap.py)
@@ -126,14 +184,15 @@ class Settings(BaseModel):
                                                        "(fewer for small collections: at most one per 5 papers).")
 
     # Extractive answers
-    max_answer_sentences: int = Field(4, ge=1, le=20)
+    max_answer_sentences: int = Field(4, ge=1, le=20, description="Sentences of an extractive answer (at most).")
 
     # Generated answers through any OpenAI-compatible endpoint (used only when llm_model is set)
     llm_model: str | None = Field(None, description="Model name; setting it switches answers to the LLM.")
     llm_base_url: str | None = Field(None, description="e.g. http://localhost:8000/v1 (vLLM); default OpenAI's.")
     llm_api_key: SecretStr | None = Field(None, description="API key; never logged or exported.")
-    llm_temperature: float = Field(0.0, ge=0.0, le=2.0)
-    llm_max_tokens: int = Field(512, ge=16, le=32768)
+    llm_temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature (0: the same answer "
+                                                                    "to the same sources).")
+    llm_max_tokens: int = Field(512, ge=16, le=32768, description="Most tokens of an LLM answer.")
     llm_connect_timeout: float = Field(5.0, gt=0, le=300, description="Seconds to connect.")
     llm_timeout: float = Field(60.0, gt=0, le=3600,
                                description="Seconds to wait for the first token, or between two tokens.")
@@ -142,7 +201,8 @@ class Settings(BaseModel):
                                             "included; past it the answer falls back to extractive.")
     llm_max_retries: int = Field(2, ge=0, le=10, description="Retries on 429/5xx/connection errors, with backoff.")
     llm_price_in: float | None = Field(None, ge=0, le=10_000,
-                                       description="USD per million prompt tokens; with it the page shows costs.")
+                                       description="USD per million prompt tokens; with it answers and sessions "
+                                                   "show their cost.")
     llm_price_out: float | None = Field(None, ge=0, le=10_000,
                                         description="USD per million completion tokens.")
     llm_max_chars_per_token: int = Field(
@@ -167,7 +227,7 @@ class Settings(BaseModel):
 
     # Web app
     host: str = Field("127.0.0.1", description="Address the web chat binds to.")
-    port: int = Field(7860, ge=1, le=65535)
+    port: int = Field(7860, ge=1, le=65535, description="Port of the web chat.")
     auth: SecretStr | None = Field(None, description='"user:password" to require a login for the web chat and API.')
     concurrency: int = Field(10, ge=1, le=256, description="Questions the web chat answers at the same time.")
     # MCP server (`rag mcp --http`; stdio, the default, needs no port)

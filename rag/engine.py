@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from rag.errors import RagError, whole_number
-from rag.config import Settings
-from rag.text import plain
+from rag.config import LIMITS, Settings
+from rag.text import load_sentence_splitter, plain
 from rag.store import lock
 from rag.store.catalog import enrich
 from rag.store.embeddings import Embedder, make_embedder
@@ -41,10 +41,11 @@ from rag.answering.compose import compose
 from rag.answering.extractive import MAX_LISTED, passes_bar, should_abstain
 from rag.answering.records import Answer, Delta, Restart, Source, sources_from
 
-MAX_QUESTION_CHARS = 2_000
+# The input caps (rag/config.py `Limits`, with what chose each):
+MAX_QUESTION_CHARS = LIMITS.question_chars
 MAX_K = MAX_LISTED  # papers one question can ask for (a count checks this many)
-MAX_HISTORY_TURNS = 100
-MAX_AUTHOR_CHARS = 200
+MAX_HISTORY_TURNS = LIMITS.history_turns
+MAX_AUTHOR_CHARS = LIMITS.author_chars
 NAME_THE_PAPER = ("Which paper? Give its title, a distinctive part of it (such as CatVTON) or its OpenReview id, "
                   "e.g. “Which papers are related to CatVTON?”.")
 MAX_FOCUS = 10  # papers of the previous answer a follow-up can be about
@@ -445,6 +446,7 @@ class Engine:
         ("Indexed 3,706 papers in 52 s: added ..."), so whoever started it knows when the whole list is searchable.
         Stopping the process loses at most the two batches being embedded and written: a restart skips every paper
         already stored."""
+        load_sentence_splitter()  # on this thread, before the worker (rag.text: nltk's import is not thread-safe)
         self.indexing = state = Indexing(running=True)
         started = time.monotonic()
         last_report = started

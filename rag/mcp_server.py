@@ -45,6 +45,7 @@ from mcp_types import ToolAnnotations
 from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from rag.errors import RagError, one_line
+from rag.text import load_sentence_splitter
 
 if TYPE_CHECKING:
     from rag.engine import Engine
@@ -300,6 +301,7 @@ def build(engine: "Engine") -> PapersServer:
             except Exception:  # said by the first call that needs them
                 log.debug("warm-up failed", exc_info=True)
 
+        load_sentence_splitter()  # before any worker thread (rag.text: nltk's import is not thread-safe)
         threading.Thread(target=load, name="mcp-warm-up", daemon=True).start()
         yield None
 

@@ -16,8 +16,9 @@ token states, and importing nltk alone takes a fraction of importing llama-index
 
 from __future__ import annotations
 
-import functools
 import re
+import threading
+from typing import Any
 
 import bm25s
 import Stemmer
@@ -97,13 +98,28 @@ ABBREVIATIONS = {"vs", "e.g", "i.e", "al", "cf", "fig", "figs", "eq", "eqs", "ap
                  "ref", "refs", "viz", "wrt"}
 
 
-@functools.lru_cache(maxsize=1)
-def _punkt():
-    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+_PUNKT: Any = None
+_PUNKT_LOCK = threading.Lock()
 
-    params = PunktParameters()
-    params.abbrev_types = set(ABBREVIATIONS)
-    return PunktSentenceTokenizer(params)
+
+def load_sentence_splitter() -> Any:
+    """The Punkt splitter, built once. Servers call it on their main thread before starting others.
+
+    nltk's package imports itself in a circle (nltk.tokenize -> nltk -> nltk.text -> nltk.tokenize); two threads
+    importing it at once make one of them fail with "cannot import name 'sent_tokenize' from partially
+    initialized module 'nltk.tokenize'". It happened in `rag serve`: the first question's support check and the
+    background indexing of the bundled list both reached here first. The lock covers our two callers; importing
+    on the main thread before any worker starts also covers llama-index, which imports nltk on its own."""
+    global _PUNKT
+    if _PUNKT is None:
+        with _PUNKT_LOCK:
+            if _PUNKT is None:
+                from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+                params = PunktParameters()
+                params.abbrev_types = set(ABBREVIATIONS)
+                _PUNKT = PunktSentenceTokenizer(params)
+    return _PUNKT
 
 
 # A CJK full stop ends a sentence with or without a space after it (Punkt splits only at "." and a space):
@@ -120,7 +136,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of each sentence of `text`, outer whitespace excluded; empty sentences dropped. A list's number
     ("challenges: 1. The memory ...; 2. The ...") belongs to the item it numbers, not to the sentence before it."""
     out: list[tuple[int, int]] = []
-    starts = [a for a, _ in _punkt().span_tokenize(text)]
+    starts = [a for a, _ in load_sentence_splitter().span_tokenize(text)]
     starts = sorted(set(starts) | {m.end() for m in _CJK_END.finditer(text)})
     glued = False  # the previous piece ended with a list number: this one continues it
     for a, b in zip(starts, starts[1:] + [len(text)]):

@@ -322,3 +322,40 @@ def test_related_while_the_chroma_server_is_down_is_the_stores_one_line_error(tm
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_server_slow_to_answer_its_first_request_still_starts():
+    """Gradio's launch() gives its own page one 3 s try and then exits with "When localhost is not accessible, a
+    shareable link must be created" (CI lost a `rag serve` that way under load). Inside `launch()` the check
+    waits for the page instead."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from gradio import networking
+
+    from rag.web.app import _patient_self_check
+
+    seen = []
+
+    class Slow(BaseHTTPRequestHandler):
+        def do_HEAD(self):
+            seen.append(time.monotonic())
+            if len(seen) == 1:
+                time.sleep(4)  # the first request, as on a loaded machine
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/"
+    try:
+        assert networking.url_ok(url) is False  # Gradio's own check gives up on the slow first answer
+        seen.clear()
+        with _patient_self_check(wait=20):
+            assert networking.url_ok(url) is True
+        assert networking.url_ok.__module__ == "gradio.networking"  # put back after launch
+    finally:
+        server.shutdown()

@@ -43,7 +43,7 @@ def side_papers(retrieval: Retrieval, sides: Sequence[str], policy: AnswerPolicy
     hits = retrieval.hits[:policy.side_depth]
     titles = [set(t) for t in tokenize([h.paper.title for h in hits])]
     texts = [set(t) for t in tokenize([h.paper.search_text for h in hits])]
-    rare_limit = max(2, retrieval.corpus_size // policy.rare_name_papers)
+    rare_limit = policy.rare_limit(retrieval.corpus_size)
     chosen: list[int] = []
     for terms in tokenize(list(sides)):
         content = set(terms) - _GENERIC

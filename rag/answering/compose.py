@@ -27,7 +27,7 @@ import re
 import time
 from typing import Callable, Iterator
 
-from rag.config import Settings
+from rag.config import DEFAULT_POLICY, Settings
 from rag.query.intent import Intent
 from rag.search.retrieve import Retrieval
 from rag.generation import prompts
@@ -38,10 +38,8 @@ from rag.answering.extractive import NO_ANSWER, RECORD_TYPES, abstention_text, e
 from rag.answering.records import Answer, Delta, Restart, Source
 
 # A follow-up about the previous answer's papers is answered from them unless its best sentence is below
-# FOCUS_FLOOR: `AnswerPolicy.focus_floor` (rag/config.py).
-# An uncited answer holding the refusal phrase is an abstention only if it says little else: "I'm sorry, but the
-# sources do not contain an answer to this question." has 4 other words; SmolLM2's junk around the phrase had 30+.
-REFUSAL_EXTRA_WORDS = 12
+# FOCUS_FLOOR: `AnswerPolicy.focus_floor` (rag/config.py). How many words beside the refusal phrase still make an
+# abstention: `AnswerPolicy.refusal_extra_words`.
 
 #: (answer text, its sources, the question) -> (cited sentences the cited abstracts do not support, sentences checked)
 SupportCheck = Callable[[str, list[Source], str], tuple[list[str], int]]
@@ -74,7 +72,8 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
         yield Delta(answer.answer)
         return
     if llm is not None and not answer.fallback_reason:
-        yield from _llm_answer(answer, llm, templates, check_support, started, standalone)
+        yield from _llm_answer(answer, llm, templates, check_support, started, standalone,
+                               settings.policy.refusal_extra_words)
     if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
         if answer.fallback_reason:
             answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
@@ -89,18 +88,19 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
         yield Delta(answer.answer)
 
 
-def is_refusal(text: str) -> bool:
+def is_refusal(text: str, extra_words: int = DEFAULT_POLICY.refusal_extra_words) -> bool:
     """True if the answer *is* "the sources do not answer": the phrase, give or take a few words ("I'm sorry, but
     ..."). SmolLM2 writes the phrase inside junk, once after echoing the whole prompt: that is not an abstention."""
     match = NO_ANSWER.search(text)
     if match is None:
         return False
     rest = without_citations(text[:match.start()] + " " + text[match.end():])
-    return len(re.findall(r"\w+", rest)) <= REFUSAL_EXTRA_WORDS
+    return len(re.findall(r"\w+", rest)) <= extra_words
 
 
 def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], check_support: SupportCheck,
-                started: float, standalone: str = "") -> Iterator[Delta | Restart]:
+                started: float, standalone: str = "",
+                refusal_extra_words: int = DEFAULT_POLICY.refusal_extra_words) -> Iterator[Delta | Restart]:
     """The LLM's answer, if it passes the checks; else `answer.fallback_reason` says why and the text is empty."""
     by_n = {s.n: s for s in answer.sources}
     completion = Completion()
@@ -123,7 +123,7 @@ def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], chec
             yield Delta(tail)
         if not cleaned.text.strip():
             raise LLMError("the LLM endpoint returned an empty answer")
-        refused = not cleaned.cited and is_refusal(cleaned.text)
+        refused = not cleaned.cited and is_refusal(cleaned.text, refusal_extra_words)
         if not cleaned.cited and not refused:
             # Every claim must carry a citation; an answer citing nothing (a model that ignored the prompt, or
             # obeyed instructions hidden in an abstract) is not shown as an answer.

@@ -31,7 +31,7 @@ from typing import Callable
 import bm25s
 import numpy as np
 
-from rag.config import Settings
+from rag.config import DEFAULT_POLICY, AnswerPolicy, Settings
 from rag.store.index import PaperIndex, Sentences, StoredPaper
 from rag.text import is_boilerplate, plain, split_sentences, tokenize, visible
 from rag.search.topical import coverage, topic_groups
@@ -111,11 +111,13 @@ class RetrievalParams:
     decisions: tuple[str, ...] = ()  # only papers with one of these decisions (none: all)
     author: str | None = None  # only papers with an author whose name contains this (case-insensitive)
     paper_ids: tuple[str, ...] = ()  # only these papers (a follow-up about the papers of the previous answer)
+    policy: AnswerPolicy = DEFAULT_POLICY  # its `rare_limit`: which of the question's names are rare (named_match)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides) -> "RetrievalParams":
         return cls(**{"k": settings.k, "mode": settings.retrieval, "candidates": settings.candidates,
-                      "rrf_k": settings.rrf_k, "bm25_weight": settings.bm25_weight, **overrides})
+                      "rrf_k": settings.rrf_k, "bm25_weight": settings.bm25_weight,
+                      "policy": settings.policy, **overrides})
 
 
 @dataclass(frozen=True)
@@ -186,7 +188,7 @@ class HybridRetriever:
         retrieval.hits, retrieval.k = hits[:params.k], params.k
         retrieval.unknown_names = list(dict.fromkeys(
             word for word in name_words(question) if not any(state.df.get(w) for w in _word_forms(word))))
-        self.annotate(retrieval, state)
+        self.annotate(retrieval, state, params.policy)
         return retrieval
 
     def candidates(self, query: Query, params: RetrievalParams, state: "_Corpus") -> dict[str, dict[str, float]]:
@@ -230,7 +232,7 @@ class HybridRetriever:
             allowed = by_id if allowed is None else allowed & by_id
         return allowed
 
-    def annotate(self, retrieval: Retrieval, state: "_Corpus") -> None:
+    def annotate(self, retrieval: Retrieval, state: "_Corpus", policy: AnswerPolicy = DEFAULT_POLICY) -> None:
         """Score the sentences of the hits: each hit's snippet, the answering sentences of the first
         SNIPPET_PAPERS hits with abstracts (the best one is the confidence), each hit's share of the question's
         topic (`rag.search.topical`), and a rare name the question shares with the top answering paper."""
@@ -247,17 +249,17 @@ class HybridRetriever:
             if position is not None and position < len(state.terms):
                 hit.topical = coverage(groups, state.terms[position], state.stem_df, len(state.papers))
         if answering:
-            retrieval.named_match = self._named_match(retrieval.question, hits[answering[0]].paper, state)
+            retrieval.named_match = self._named_match(retrieval.question, hits[answering[0]].paper, state,
+                                                      policy.rare_limit(len(state.papers)))
 
-    def _named_match(self, question: str, paper: StoredPaper, state: "_Corpus") -> str:
+    def _named_match(self, question: str, paper: StoredPaper, state: "_Corpus", limit: int) -> str:
         """A name-like word of the question (not its first word) that the top paper contains and at most
-        max(2, 0.5%) of all papers contain: the user asked about something this collection names. Or the paper's
-        whole title (of three words or more) written in the question."""
+        `limit` papers contain (`AnswerPolicy.rare_limit`: max(2, 0.5%)): the user asked about something this
+        collection names. Or the paper's whole title (of three words or more) written in the question."""
         title = plain(paper.title)
         if title.count(" ") >= 2 and title in plain(question):
             return paper.title
         words = name_words(question)
-        limit = max(2, len(state.papers) // 200)
         for word in words:
             if state.df.get(word.casefold(), 0) > limit:
                 continue

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -37,8 +38,10 @@ from typing import Any
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
 
+from rag.config import LIMITS
 from rag.errors import RagError, one_line
 from rag.store.index import paper_count
+from rag.text import load_sentence_splitter
 from rag.store.ingest import SUPPORTED_SUFFIXES
 from rag.generation.cost import answer_cost
 from rag.answering.records import Answer, Delta, Restart
@@ -60,14 +63,13 @@ DECISIONS = ["Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)"]
 
 # ---- the app ----------------------------------------------------------------------------------------------
 
-EXPORT_MAX_AGE = 3600  # seconds an export folder (and Gradio's cached copy of it) is kept
-MAX_UPLOAD = "50mb"  # per file (Gradio's max_file_size); the whole upload request has the same cap (rag.web.guard)
-# The feedback file stops growing at this size (a line is ~2 KB: some 10,000 votes), each text in it cut to this.
-FEEDBACK_MAX_BYTES = 20 * 1024 * 1024
-FEEDBACK_TEXT_CHARS = 20_000
-# "Add papers": uploads one browser session may make in an hour, and all sessions together (a client picks its
-# own session id, so the second bounds what rotating ids can cost: each upload is capped in records by ingest).
-UPLOADS_PER_SESSION_HOUR, UPLOADS_PER_HOUR = 10, 60
+# The caps of the page, each with what chose it: rag/config.py `Limits`.
+EXPORT_MAX_AGE = LIMITS.export_max_age  # seconds an export folder (and Gradio's cached copy of it) is kept
+MAX_UPLOAD = LIMITS.upload_bytes  # per file (Gradio's max_file_size); the whole request has the same cap (guard)
+FEEDBACK_MAX_BYTES = LIMITS.feedback_bytes  # the feedback file stops growing at this size
+FEEDBACK_TEXT_CHARS = LIMITS.feedback_text_chars  # each text in it is cut to this
+# "Add papers": uploads one browser session may make in an hour, and all sessions together.
+UPLOADS_PER_SESSION_HOUR, UPLOADS_PER_HOUR = LIMITS.uploads_per_session_hour, LIMITS.uploads_per_hour
 
 
 def public_message(exc: BaseException, settings) -> str:
@@ -507,9 +509,48 @@ def build(engine: Engine) -> gr.Blocks:
     return demo
 
 
+SELF_CHECK_WAIT = 60.0  # seconds launch() waits for its own page before giving up
+
+
+@contextlib.contextmanager
+def _patient_self_check(wait: float = SELF_CHECK_WAIT):
+    """Make Gradio's start-up self-check patient while `launch()` runs.
+
+    Gradio's launch() sends a HEAD to its own page and, on the first request that takes over 3 s, raises "When
+    localhost is not accessible, a shareable link must be created" and the server exits (a check meant for hosted
+    notebooks; gradio/networking.py `url_ok`). On a loaded 2-core machine the first request to a server that has
+    just started, while the bundled list is being indexed, can take longer: CI lost a `rag serve` that way, and it
+    reproduced here at load 10. The server binds to an address we chose and never needs a share link, so we wait
+    up to `wait` seconds for any answer instead; a server that truly cannot be reached still fails, later."""
+    from gradio import networking
+
+    original = networking.url_ok
+
+    def url_ok(url: str) -> bool:
+        import httpx
+
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                if httpx.head(url, timeout=10, verify=False).status_code in (200, 401, 301, 302, 303, 307, 308):
+                    return True
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)
+
+    networking.url_ok = url_ok
+    try:
+        yield
+    finally:
+        networking.url_ok = original
+
+
 def launch(engine: Engine, block: bool = True, background: list | None = None) -> gr.Blocks:
     """Load the index, then serve; `background` files are indexed while serving (the bundled list).
     `block=False` returns at once (tests)."""
+    load_sentence_splitter()  # before any worker thread (rag.text: nltk's import is not thread-safe)
     engine.retriever  # load the embedder and index now, not on the first question
     ingest = None
     if background:
@@ -527,11 +568,12 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
     demo.queue(default_concurrency_limit=engine.settings.concurrency)
     from starlette.middleware import Middleware
 
-    demo.launch(server_name=engine.settings.host, server_port=engine.settings.port, share=False, auth=auth,
-                prevent_thread_lock=True, ssr_mode=False, mcp_server=False, quiet=True, css=CSS,
-                footer_links=["api"], max_file_size=MAX_UPLOAD,
-                app_kwargs={"middleware": [Middleware(Guard, hosts=allowed_hosts(engine.settings.host,
-                                                                                  engine.settings.allowed_hosts))]})
+    with _patient_self_check():
+        demo.launch(server_name=engine.settings.host, server_port=engine.settings.port, share=False, auth=auth,
+                    prevent_thread_lock=True, ssr_mode=False, mcp_server=False, quiet=True, css=CSS,
+                    footer_links=["api"], max_file_size=MAX_UPLOAD,
+                    app_kwargs={"middleware": [Middleware(Guard, hosts=allowed_hosts(engine.settings.host,
+                                                                                      engine.settings.allowed_hosts))]})
     if ingest is not None:
         keep_status_published(demo, engine, ingest)
     if block:

@@ -38,17 +38,18 @@ import time
 from collections import defaultdict, deque
 from typing import Any, Awaitable, Callable, Iterable
 
+from rag.config import LIMITS
+
 Scope = dict[str, Any]
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-MAX_BODY = 4 * 1024 * 1024  # a question is cut to 2,000 characters; 4 MB leaves room for a long history
-# One cap for a whole upload request: what one file may be (Gradio's max_file_size, app.MAX_UPLOAD), so three
-# 30 MB files in one request are refused like one 90 MB file.
-MAX_UPLOAD = 50 * 1024 * 1024
-MAX_LOGIN_BODY = 64 * 1024  # a user name and a password; Gradio's page sends ~300 bytes
+# The caps, each with what chose it: rag/config.py `Limits`.
+MAX_BODY = LIMITS.request_bytes
+MAX_UPLOAD = LIMITS.upload_bytes  # the whole upload request; also each file's (Gradio's max_file_size, app.py)
+MAX_LOGIN_BODY = LIMITS.login_bytes
 UPLOAD_PATHS = ("/gradio_api/upload", "/gradio_api/process_recording")
 LOGIN_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
@@ -238,7 +239,8 @@ class LoginThrottle:
     very name Gradio compared (see the module docstring). Raises 429 (with Retry-After) for a name that failed
     `max_failures` times within `window` seconds, before comparing anything."""
 
-    def __init__(self, accounts: dict[str, str], max_failures: int = 5, window: float = 60.0,
+    def __init__(self, accounts: dict[str, str], max_failures: int = LIMITS.login_failures,
+                 window: float = LIMITS.login_window,
                  max_names: int = 10_000) -> None:
         self.accounts = dict(accounts)
         self.max_failures, self.window, self.max_names = max_failures, window, max_names

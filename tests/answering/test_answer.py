@@ -398,3 +398,16 @@ def test_a_list_number_is_not_taken_for_a_sentence_end():
     retrieval, sources = _one_paper(autog.abstract, [(challenge, 0.7)], "What challenges does AutoG identify?")
     text, _ = explain(retrieval, sources, Settings())
     assert "challenges to achieve this goal: 1. The absence of" in text and ": 1 [1]" not in text, text
+
+
+def test_how_many_words_beside_the_refusal_phrase_still_refuse_is_the_policys():
+    """`AnswerPolicy.refusal_extra_words` (12) decides whether an uncited LLM answer holding the refusal phrase is an
+    abstention: a polite sentence around it is, SmolLM2's junk around it is not."""
+    from rag.answering.compose import is_refusal
+    from rag.config import DEFAULT_POLICY, Settings
+
+    polite = "I'm sorry, but the sources do not contain an answer to this question."
+    junk = "Sure " * 12 + "the sources do not contain an answer."  # 13 words besides the phrase
+    assert DEFAULT_POLICY.refusal_extra_words == Settings.load().policy.refusal_extra_words == 12
+    assert is_refusal(polite) and not is_refusal(junk)
+    assert is_refusal(junk, extra_words=13) and not is_refusal(polite, extra_words=3)

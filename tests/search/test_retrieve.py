@@ -97,3 +97,18 @@ def test_an_answer_never_quotes_the_same_sentence_twice_whatever_invisible_chara
     quoted = [s for s in sentences if s[:60] in seen]
     assert quoted and all(seen.count(s[:60]) == 1 for s in quoted), answer.answer
     assert seen == answer.answer  # nothing invisible is quoted either
+
+
+def test_one_definition_of_a_rare_name_for_the_named_match_and_the_comparison_sides(embedded_seed_engine):
+    """"Rare" (a name the question shares with the top paper, a comparison side's name) is `AnswerPolicy.rare_limit`,
+    read from the policy the retrieval is given: "LLMs" is in more than max(2, 38 / 200) of the 38 seed papers, so
+    it is no name match, unless the policy calls a term in up to 38 / 1 papers rare."""
+    from rag.config import DEFAULT_POLICY, AnswerPolicy
+
+    question = "How do LLMs evaluate their answers?"
+    retriever = embedded_seed_engine.retriever
+    assert (DEFAULT_POLICY.rare_limit(38), DEFAULT_POLICY.rare_limit(2114)) == (2, 10)
+    assert retriever.retrieve(question, RetrievalParams.from_settings(embedded_seed_engine.settings)).named_match == ""
+    loose = AnswerPolicy.model_validate({"rare_name_papers": 1})
+    assert loose.rare_limit(38) == 38
+    assert retriever.retrieve(question, RetrievalParams(policy=loose)).named_match == "LLMs"
