@@ -284,3 +284,34 @@ def test_terminal_escapes_in_paper_text_or_a_servers_words_never_reach_the_termi
     assert json.loads(runs[2].stdout)["sources"]  # still valid JSON
     assert runs[3].returncode == 1 and "no such paper" in runs[3].stderr
     assert "overloaded try later" in runs[4].stdout, runs[4].stdout
+
+
+def test_a_reader_that_stops_early_ends_the_output_quietly(cli_index):
+    """`rag topics | head` once ended with "Error: unexpected BrokenPipeError". Made certain, not left to timing:
+    `rag ask --json --batch -` answers a first question into a real `head -1`, which prints it and exits; only then is
+    the second question sent, so its answer meets a pipe nobody reads. And `rag topics` writes into a pipe whose
+    reader has already gone (`rag topics | true`)."""
+    data_dir, _, _ = cli_index
+    read, write = os.pipe()
+    asker = subprocess.Popen([sys.executable, "-m", "rag", "ask", "--json", "--batch", "-",
+                              "--data-dir", str(data_dir)],
+                             cwd=ROOT, stdin=subprocess.PIPE, stdout=write, stderr=subprocess.PIPE, text=True)
+    head = subprocess.Popen(["head", "-1"], stdin=read, stdout=subprocess.PIPE, text=True)
+    os.close(read)
+    os.close(write)
+    asker.stdin.write(json.dumps({"question": SAE}) + "\n")
+    asker.stdin.flush()
+    first, _ = head.communicate(timeout=300)
+    assert json.loads(first)["sources"], first  # `head` printed the first answer and is gone
+    asker.stdin.write(json.dumps({"question": "Which papers study diffusion models?"}) + "\n")
+    asker.stdin.close()
+    err = asker.stderr.read()
+    assert asker.wait(timeout=300) == 141, err  # as a shell reports a process ended by SIGPIPE
+    assert err == "", err  # no "Error: unexpected BrokenPipeError", no "Exception ignored ... BrokenPipeError"
+
+    read, write = os.pipe()
+    os.close(read)
+    topics = subprocess.run([sys.executable, "-m", "rag", "topics", "--data-dir", str(data_dir)], cwd=ROOT,
+                            stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+    os.close(write)
+    assert (topics.returncode, topics.stderr) == (141, "")

@@ -290,6 +290,9 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
     chosen = window[:settings.max_answer_sentences] or explain_order.within_papers(retrieval, chosen, quotable)
     if one_paper:  # ... and the sentence holding the figure or result the question asks for, if not quoted yet
         chosen = explain_order.with_asked(retrieval, chosen, quotable)
+    # A sentence is quoted once: two papers can share one (a user's file and the bundled list holding the same
+    # abstract under two ids), and the steps above may pick one sentence twice.
+    chosen = _once(chosen)
     paragraphs = []
     for paper_index in dict.fromkeys(s.paper_index for s in chosen):
         mine = sorted((s for s in chosen if s.paper_index == paper_index),
@@ -318,6 +321,18 @@ def _names(authors: list[str]) -> str:
 
 def _decision_kind(decision: str) -> str:
     return next((k.lower() for k in ("Oral", "Spotlight", "Poster") if k.lower() in decision.lower()), "")
+
+
+def _once(sentences: list[ScoredSentence]) -> list[ScoredSentence]:
+    """`sentences` without repeats of a text (spacing ignored), the first of each kept, in order."""
+    seen: set[str] = set()
+    out = []
+    for s in sentences:
+        key = " ".join(s.text.split())
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
 
 
 def _sentence_position(retrieval: Retrieval, sentence) -> int:

@@ -52,6 +52,8 @@ sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
 .outcome-unsure {color: #92400e; background: #fef3c7;}
 .outcome-not_covered {color: #991b1b; background: #fee2e2;}
 .src-score {font-style: italic;}
+/* A phone (390 px wide): the question box first, above the 560 px chat, so it is on the first screen. */
+@media (max-width: 640px) {#ask-row {order: -1;}}
 /* Toasts ("feedback saved") at the bottom left, away from the source cards on the right. */
 .toast-wrap {top: auto !important; bottom: var(--size-4) !important; left: var(--size-3) !important;
              right: auto !important; align-items: flex-start !important;}
@@ -377,20 +379,46 @@ def footer(answer: dict) -> str:
     return " · ".join(bits)
 
 
+# The export is read as text as often as it is rendered (pasted into a mail or a notes app), so it is not `inert`'s
+# character references ("Accept &#40;Oral&#41;"): a backslash goes only before what Markdown would read as markup.
+# Inline: the characters that open emphasis, code, links, images, raw HTML, entities, strikethrough and table cells
+# (backslash, `` ` * _ [ ] < & ~ | ``; `!` is harmless once `[` is escaped); GitHub's autolinks ("https://", "www.",
+# "a@b.c"), broken by one backslash each. At a line's start: headings, quotes, lists, rules and setext underlines
+# (`# > - + = 1.`); leading spaces, which would make an indented code block, go. CommonMark shows every
+# backslash-escaped punctuation character as itself, so the rendered export reads exactly as the text.
+_MD_INLINE = re.compile(r"[\\`*_\[\]<~|]|&(?=#?\w+;)")
+_MD_AUTOLINK = re.compile(r"(?i)(?<=https)(?=://)|(?<=http)(?=://)|(?<=\bwww)(?=\.)|(?<=\w)(?=@\w)")
+_MD_LINE_START = re.compile(r"^[ \t]*(?:([#>+=-])|(\d{1,9})([.)]))", re.MULTILINE)
+
+
+def md_text(text: str) -> str:
+    """`text` as Markdown that renders as `text` and reads as it when not rendered: plain, with a backslash only
+    before what Markdown would take for markup, nothing live (no HTML, link, image or autolink)."""
+    text = str(text).translate(_BIDI)
+    text = _MD_INLINE.sub(lambda m: "\\" + m.group(0), text)
+    text = _MD_AUTOLINK.sub(lambda m: "\\", text)
+    text = re.sub(r"(?m)^[ \t]+", "", text)
+    return _MD_LINE_START.sub(lambda m: "\\" + m.group(1) if m.group(1) else f"{m.group(2)}\\{m.group(3)}", text)
+
+
+_MD_CITED = re.compile(r"\\\[(\d+(?:, \d+)*)\\\]")
+
+
 def export_markdown(answers: list[dict]) -> str:
-    """The conversation as Markdown. Every text from a paper, a model or the user goes through `inert`, so a
-    Markdown viewer shows `<script>` or `[x](http://...)` in an abstract as text; only the sources' own
-    OpenReview links are live."""
+    """The conversation as Markdown, readable as plain text too. Every text from a paper, a model or the user goes
+    through `md_text`, so a Markdown viewer shows `<script>` or `[x](http://...)` in an abstract as text; only the
+    app's own [n] markers and the sources' own links are its markup."""
     lines = ["# Conversation", ""]
     for i, a in enumerate(answers, start=1):
-        lines += [f"## Q{i}: {inert(a['question'])}", "", _CITED.sub(r"[\1]", inert(plain(a["answer"]))), ""]
+        question = " ".join(str(a["question"]).split())  # one heading line
+        lines += [f"## Q{i}: {md_text(question)}", "", _MD_CITED.sub(r"[\1]", md_text(plain(a["answer"]))), ""]
         shown = a["sources"] if a["abstained"] else a["citations"]
         if shown:
             lines.append("Nearest papers:" if a["abstained"] else "Sources:")
         for s in shown:
-            meta = ", ".join(x for x in (inert(s["decision"]), _link(s["url"])) if x)
-            lines.append(f"- [{s['n']}] {inert(plain(s['title']))}" + (f" ({meta})" if meta else ""))
-        lines += ["", f"_{inert(footer(a))}_", ""]
+            meta = ", ".join(x for x in (md_text(s["decision"]), _link(s["url"])) if x)
+            lines.append(f"- [{s['n']}] {md_text(plain(s['title']))}" + (f" ({meta})" if meta else ""))
+        lines += ["", f"_{md_text(footer(a))}_", ""]
     return "\n".join(lines)
 
 
