@@ -290,6 +290,8 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
     chosen = window[:settings.max_answer_sentences] or explain_order.within_papers(retrieval, chosen, quotable)
     if one_paper:  # ... and the sentence holding the figure or result the question asks for, if not quoted yet
         chosen = explain_order.with_asked(retrieval, chosen, quotable)
+    # ... and the sentence listing or naming what a "which (three) X" question asks for, if none quoted does
+    chosen = explain_order.with_named(retrieval, chosen, quotable)
     # A sentence is quoted once: two papers can share one (a user's file and the bundled list holding the same
     # abstract under two ids), and the steps above may pick one sentence twice.
     chosen = _once(chosen)

@@ -1,0 +1,47 @@
+"""The asked fact, quoted (issue 29 item 5): a "which three X" / "which method" / "what kinds of X" question over the
+bundled 2,114 abstracts gets the sentence of the paper that lists or names them, not only its contribution."""
+
+from __future__ import annotations
+
+from rag.answering.explain import asked_things
+
+SUB_TASKS = ("It contains three fundamental sub-tasks: interactive segmentation, panoptic segmentation, and video "
+             "instance segmentation")
+PREFIXES = ("We consider prefix distributions consisting random token sequences, mixtures of manual jailbreaks, and "
+            "perturbations of jailbreaks in LLM's embedding space")
+
+
+def test_which_three_sub_tasks_quotes_the_sentence_listing_them_and_what_it_refers_to(corpus_engine):
+    answer = corpus_engine.ask("Which three sub-tasks does RMP-SAM perform in real time?")
+    assert answer.outcome == "answered" and answer.citations[0].title.startswith("RMP-SAM")
+    assert SUB_TASKS in answer.answer
+    # "It contains ..." names its "it" only after the sentence before it, which is quoted too, in abstract order.
+    setting = "this work explores a novel real-time segmentation setting called real-time multi-purpose segmentation"
+    assert setting in answer.answer and answer.answer.index(setting) < answer.answer.index(SUB_TASKS)
+    # The contribution passage stays: the list joins it.
+    assert "we present a novel dynamic convolution-based method, Real-Time Multi-Purpose SAM (RMP-SAM)" in answer.answer
+
+
+def test_which_simple_method_quotes_the_sentence_naming_it(corpus_engine):
+    answer = corpus_engine.ask("Which simple debiasing method reduces the camera bias of person re-identification "
+                               "models on unseen domains?")
+    assert answer.outcome == "answered"
+    assert answer.citations[0].title == "Exploring the Camera Bias of Person Re-identification"
+    # "We analyze why this simple method is effective ..." alone does not say which method it is.
+    assert "As a debiasing method for unseen domain data, we revisit feature normalization on embedding vectors" \
+        in answer.answer
+
+
+def test_a_follow_up_asking_what_kinds_quotes_the_sentence_listing_them(corpus_engine):
+    first = corpus_engine.ask("What does LLMCert-B certify?")
+    assert first.citations[0].title == "Certifying Counterfactual Bias in LLMs"
+    history = [{"role": "user", "content": "What does LLMCert-B certify?"},
+               {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids}]
+    answer = corpus_engine.ask("What kinds of prefixes are applied to the prompts?", history=history)
+    assert answer.outcome == "answered" and answer.citations[0].title == "Certifying Counterfactual Bias in LLMs"
+    assert PREFIXES in answer.answer
+    # Only what asks for things by kind or number adds a sentence: these ask what the passage already says.
+    assert asked_things("What kinds of prefixes are applied to the prompts?") == (["prefix"], "")
+    for question in ("What does LLMCert-B certify?", "What guarantees does uniINF achieve?",
+                     "What is the main idea of StartGrad?", "Which papers use diffusion models?"):
+        assert asked_things(question) == ([], ""), question
