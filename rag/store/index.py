@@ -8,9 +8,9 @@ is never attached):
   A title-only paper (`has_abstract` false) has one chunk: its title.
 - `<collection>-sentences`: every sentence of every abstract (ids `<paper_id>@<n>`; metadata `paper_id`, `n`
   and its span `start`, `end` in the abstract, which holds its text: Chroma is given no document to index), for
-  snippets, extractive answers, the abstention signal and the support check. Their vectors come from the chunk pass itself ("late
-  chunking": the mean of the sentence's token states inside the chunk that holds most of it), so they cost no
-  extra model pass at ingest and no embedding at question time.
+  snippets, extractive answers, the abstention signal and the support check. Their vectors come from the chunk
+  pass itself ("late chunking": the mean of the sentence's token states inside the chunk that holds most of it),
+  so they cost no extra model pass at ingest and no embedding at question time.
 - `<collection>-papers`: one record per paper: the whole abstract, every field, its content hash, and the
   normalized mean of its chunk vectors as a whole-paper vector. A paper's record is written after its chunks
   and sentences, so its presence marks the paper as complete. It also names every ingested file that holds the
