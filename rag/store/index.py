@@ -230,9 +230,12 @@ class PaperIndex:
             from llama_index.core.node_parser import SentenceSplitter
             from llama_index.vector_stores.chroma import ChromaVectorStore
 
+            # Chunk ids `<paper_id>#<n>` from the start (the default draws a uuid4 per chunk, and each draw waits
+            # for the GIL while the writer thread is in Chroma); the links between chunks then name them too.
             self._writer = (SentenceSplitter(chunk_size=self.settings.chunk_size,
                                              chunk_overlap=self.settings.chunk_overlap,
-                                             tokenizer=self.embedder.tokens),
+                                             tokenizer=self.embedder.tokens,
+                                             id_func=lambda n, doc: f"{doc.id_}#{n}"),
                             ChromaVectorStore(chroma_collection=self.chunks))
         return self._writer
 
