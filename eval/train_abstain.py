@@ -291,12 +291,16 @@ def main() -> int:
             "bias": round(float(b), 6), "threshold": round(threshold, 4),
             "training": f"{len(items)} generated questions (seed {SEED}), eval/train_abstain.py; validation AUC "
                         f"{auc(p_val, y[val]):.3f}"}
+    path = ROOT / "rag" / "answering" / abstain.GATE_FILE
+    cuts = json.loads(path.read_text(encoding="utf-8")).get("outcomes")
+    if cuts:  # the three-outcome cut points were chosen for the old weights: kept, and flagged until re-tuned
+        gate["outcomes"] = {**cuts, "stale": "the gate was refit after these were chosen: run eval/tune_outcomes.py"}
+        print("the outcome cut points were chosen for the old weights: re-run eval/tune_outcomes.py")
     text = json.dumps(gate, indent=1) + "\n"
     abstain.load_gate(text)  # the names and lengths the app will check
     if args.dry_run:
         print(text)
         return 0
-    path = ROOT / "rag" / "answering" / abstain.GATE_FILE
     path.write_text(text, encoding="utf-8")
     print(f"wrote {path.relative_to(ROOT)}")
     return 0

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 import click
 
@@ -114,7 +114,8 @@ def _check_port(host: str, port: int, variable: str = "RAG_PORT") -> None:
 
 
 def friendly_errors(func: Callable) -> Callable:
-    """Turn the library's expected errors into `Error: ...` and exit code 1."""
+    """Turn the library's expected errors into `Error: ...` and exit code 1, and a reader that left the pipe
+    (`rag topics | head -1`) into a quiet exit (`reader_left`)."""
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -128,6 +129,8 @@ def friendly_errors(func: Callable) -> Callable:
             raise
         except (click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
+        except BrokenPipeError:
+            reader_left()
         except Exception as exc:
             if click.get_current_context().find_root().params.get("traceback"):
                 raise
@@ -136,6 +139,21 @@ def friendly_errors(func: Callable) -> Callable:
                                        "(run `rag --traceback ...` for details)") from None
 
     return wrapper
+
+
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for `yes | head -1`'s `yes`
+
+
+def reader_left() -> NoReturn:
+    """The program reading our output stopped (`rag topics | head -1`): as any Unix tool, stop quietly. Later writes
+    (the interpreter flushes stdout on exit) go to /dev/null, so no "Exception ignored ... BrokenPipeError" either;
+    the exit code is the shell's for a process ended by SIGPIPE."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout already closed or not a file: nothing left to flush into the pipe
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -348,7 +366,8 @@ def render_sources(answer, settings: Settings | None = None) -> str:
         lines.append(f"note: weakly supported by its sources: {sentence}")
     shown = answer.sources if answer.abstained else answer.citations
     if shown:
-        lines.append("Nearest papers:" if answer.abstained else "Sources:")
+        lines.append("Nearest papers:" if answer.abstained else "Closest papers (none clearly answers):"
+                     if answer.outcome == "unsure" else "Sources:")
     for s in shown:
         meta = ", ".join(x for x in (s.decision, s.url) if x)
         lines.append(f"[{s.n}] {s.title}" + (f" ({meta})" if meta else ""))
@@ -467,6 +486,7 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
     report = run(engine, items, [c.strip() for c in configs.split(",") if c.strip()],
                  name or f"{questions[0].stem}-{corpus.stem if corpus else 'index'}")
     echo(report.table())
+    echo("\n" + report.outcome_table().rstrip())
     if llm_table := report.llm_table():
         echo("\n" + llm_table.rstrip())
     if report.meta.get("related_questions"):
@@ -500,13 +520,17 @@ def _eval_support(paths: list[Path], name: str | None, out: Path, settings: dict
 @store_options
 @friendly_errors
 def stats(as_json: bool, **settings: Any) -> None:
-    """Show what the index holds: papers, chunks, decisions, source files."""
+    """Show what the index holds: papers (and how many are title-only), chunks, decisions, source files."""
+    from rag.store.index import TITLE_ONLY_MEANS
+
     info = _existing_engine(**settings).stats()
     if as_json:
         echo(json_line(info, ensure_ascii=False))
         return
     for key in ("data_dir", "collection", "embedder", "papers", "chunks"):
         echo(f"{key:<11} {info[key]}")
+        if key == "papers" and info["title_only"]:
+            echo(f"{'':<11} ({info['title_only']} of them title-only: {TITLE_ONLY_MEANS})")
     for title, table in (("decisions", info["decisions"]), ("sources", info["sources"])):
         echo(f"{title}:")
         for name, count in table.items():
@@ -559,8 +583,12 @@ def topics(as_json: bool, points: bool, **settings: Any) -> None:
     if as_json:
         echo(json_line(tmap.summary(points=points), ensure_ascii=False))
         return
+    from rag.store.index import paper_count
+
     titles = {p.paper_id: p.title or p.label for p in engine.retriever.state.papers}
-    echo(f"{len(tmap.paper_ids):,} papers in {len(tmap.topics)} topics "
+    on_map = set(tmap.paper_ids)
+    echo(f"{paper_count([p for p in engine.retriever.state.papers if p.paper_id in on_map])} in "
+         f"{len(tmap.topics)} topics "
                f"({'read from' if tmap.cached else f'computed in {tmap.seconds:.1f} s, stored in'} "
                f"{engine.settings.data_dir}):")
     echo(f"{'#':>3} {'papers':>6} {'oral':>5} {'spot':>5} {'poster':>6}  topic / example")

@@ -172,8 +172,10 @@ class Settings(BaseModel):
     )
     abstain_model_threshold: float | None = Field(
         None, ge=0.0, le=1.01,
-        description="Also abstain when the learned abstention model (rag/answering/abstain.py) gives at least this "
-                    "probability that the papers do not answer; unset = its fitted threshold, 1.01 = off.",
+        description="The learned abstention model (rag/answering/abstain.py) gives the probability that the papers do "
+                    "not answer: from this one the answer is 'unsure' (and 'not covered' from the higher cut point "
+                    "of abstain_gate.json, or this if higher); unset = the cut points in abstain_gate.json, "
+                    "1.01 = off.",
     )
 
     policy: AnswerPolicy = Field(default_factory=lambda: DEFAULT_POLICY,

@@ -134,6 +134,10 @@ class AskResult(Noted):
     answer: Text = Field(description="The answer; every claim cites a paper of `citations` as [n].")
     answer_type: Text = Field(description="What the question asked for: explain, list, count, authors, decision, "
                                           "link, compare, related, topics, ...")
+    outcome: Literal["answered", "unsure", "not_covered"] = Field(
+        description='"answered": the cited papers answer the question; "unsure": none clearly answers it, and the '
+                    'answer cites the closest papers as such; "not_covered": nothing in the collection is close '
+                    "(then `abstained` is true).")
     abstained: bool = Field(description="True: the collection does not appear to cover the question; the answer "
                                         "says so, cites nothing, and `nearest` lists the closest papers.")
     mode: Text = Field(description='"extractive" (sentences quoted from the abstracts) or "llm".')
@@ -268,9 +272,10 @@ SEARCH = ("Find papers in the index: returns up to k papers, best first, each wi
           "a topic or a description in your own words (e.g. 'cheaper training of sparse autoencoders'). Use it to "
           "list or rank papers yourself; use ask for a written answer with citations.")
 ASK = ("Answer a question about the papers from their abstracts, citing them as [n]: returns the answer text, its "
-       "citations (paper_id, title, decision, link, the sentence used), whether it abstained (the collection does "
-       "not cover the question: then nothing is cited and `nearest` lists the closest papers), and notices for the "
-       "user. It answers who wrote X, was X an oral, where to read X, which / how many papers on X (with a "
+       "citations (paper_id, title, decision, link, the sentence used), its outcome (answered; unsure: no paper "
+       "clearly answers and the closest are cited as such; not_covered: the collection does not cover the question, "
+       "nothing is cited and `nearest` lists the closest papers), and notices for the user. It answers who wrote "
+       "X, was X an oral, where to read X, which / how many papers on X (with a "
        "relevance bar), compare X and Y, which papers are related to X, which topics have the most orals. Filters "
        "may be written in the question ('orals on X', 'papers by <author>'). For a follow-up, pass the earlier "
        "turns as history, with each assistant turn's paper_ids from its result.")
@@ -342,7 +347,8 @@ def build(engine: "Engine") -> PapersServer:
         with _one_line(engine):
             answer = engine.ask(question, history=turns)
         return AskResult(question=answer.question, answer=answer.answer, answer_type=answer.answer_type,
-                         abstained=answer.abstained, mode=answer.mode, model=answer.model,
+                         outcome=answer.outcome or "answered", abstained=answer.abstained, mode=answer.mode,
+                         model=answer.model,
                          citations=[_cited(s) for s in answer.citations],
                          nearest=[_cited(s) for s in answer.sources] if answer.abstained else [],
                          paper_ids=answer.cited_ids, notices=answer.notices, unsupported=answer.unsupported,

@@ -15,7 +15,7 @@ for _name in list(os.environ):
 # is tested on its own.
 os.environ["RAG_BUNDLED"] = "false"
 
-from helpers import SEEDS, free_port, start_chroma  # noqa: E402  (after the environment is cleaned)
+from helpers import CORPUS, SEEDS, free_port, start_chroma  # noqa: E402  (after the environment is cleaned)
 
 # Store-parametrized tests run against the embedded store and a real `chroma run`; the latter are marked `server`.
 SERVER = pytest.param("server", marks=pytest.mark.server)
@@ -151,6 +151,18 @@ def embedded_seed_engine(request, tmp_path_factory):
     """The seeds in the embedded store only: for the many-case tests of behaviour that does not depend on the
     store (LLM faults, citation styles); the store-dependent paths run on both kinds through `seed_engine`."""
     return _seed_index("embedded", request, tmp_path_factory)[0]
+
+
+@pytest.fixture(scope="session")
+def corpus_engine(tmp_path_factory):
+    """The bundled 2,114 abstracts (rag/data/iclr2025.jsonl) in an embedded store, once per session: the scale the
+    learned gate and its three outcomes apply at (1,000+ papers). From the shipped vectors: about a minute."""
+    from rag.config import Settings
+    from rag.engine import Engine
+
+    engine = Engine(Settings.load(data_dir=tmp_path_factory.mktemp("corpus-index"), port=free_port()))
+    engine.ingest([CORPUS])
+    return engine
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ import sys
 import urllib.request
 
 import pytest
-from helpers import DATA, ROOT, SEEDS, free_port, wait_for_page
+from helpers import DATA, NEAR_MISS, ROOT, SEEDS, free_port, wait_for_page
 from netaudit import outside
 
 AUDIT = [sys.executable, str(ROOT / "tests" / "netaudit.py")]
@@ -118,6 +118,23 @@ def test_batch_answers_every_line_in_order_with_errors_in_place(cli_index, tmp_p
     assert lines[3]["line"] == 4 and "empty" in lines[3]["error"]
     assert lines[4]["abstained"] is True
     assert "Traceback" not in result.stderr
+
+
+def test_each_outcome_has_its_own_first_line(cli_index, corpus_engine):
+    """`rag ask` begins with the outcome when it is not an answer: "Unsure: ..." (the closest papers follow,
+    cited), "Not covered: ..."; an answer begins with what the papers say. `--json` carries `outcome`."""
+    data_dir, _, _ = cli_index
+    answered = rag("ask", SAE, "--data-dir", data_dir, check=True).stdout.splitlines()
+    not_covered = rag("ask", "What is the best recipe for chocolate cake?", "--data-dir", data_dir,
+                      check=True).stdout.splitlines()
+    unsure = rag("ask", NEAR_MISS, "--data-dir", corpus_engine.settings.data_dir, check=True).stdout.splitlines()
+    assert not_covered[0].startswith("Not covered: the collection does not appear to cover this question.")
+    assert unsure[0] == "Unsure: none of the papers clearly answers this. The closest are:"
+    assert re.match(r"• “.+” \[1\]", unsure[1]) and "Closest papers (none clearly answers):" in unsure
+    assert not answered[0].startswith(("Unsure", "Not covered")) and "[1]" in "\n".join(answered)
+    outcomes = [json.loads(rag("ask", "--json", q, "--data-dir", d, check=True).stdout)["outcome"]
+                for q, d in ((SAE, data_dir), (NEAR_MISS, corpus_engine.settings.data_dir))]
+    assert outcomes == ["answered", "unsure"]
 
 
 def test_stats(cli_index):
@@ -268,6 +285,37 @@ def test_terminal_escapes_in_paper_text_or_a_servers_words_never_reach_the_termi
     assert json.loads(runs[2].stdout)["sources"]  # still valid JSON
     assert runs[3].returncode == 1 and "no such paper" in runs[3].stderr
     assert "overloaded try later" in runs[4].stdout, runs[4].stdout
+
+
+def test_a_reader_that_stops_early_ends_the_output_quietly(cli_index):
+    """`rag topics | head` once ended with "Error: unexpected BrokenPipeError". Made certain, not left to timing:
+    `rag ask --json --batch -` answers a first question into a real `head -1`, which prints it and exits; only then is
+    the second question sent, so its answer meets a pipe nobody reads. And `rag topics` writes into a pipe whose
+    reader has already gone (`rag topics | true`)."""
+    data_dir, _, _ = cli_index
+    read, write = os.pipe()
+    asker = subprocess.Popen([sys.executable, "-m", "rag", "ask", "--json", "--batch", "-",
+                              "--data-dir", str(data_dir)],
+                             cwd=ROOT, stdin=subprocess.PIPE, stdout=write, stderr=subprocess.PIPE, text=True)
+    head = subprocess.Popen(["head", "-1"], stdin=read, stdout=subprocess.PIPE, text=True)
+    os.close(read)
+    os.close(write)
+    asker.stdin.write(json.dumps({"question": SAE}) + "\n")
+    asker.stdin.flush()
+    first, _ = head.communicate(timeout=300)
+    assert json.loads(first)["sources"], first  # `head` printed the first answer and is gone
+    asker.stdin.write(json.dumps({"question": "Which papers study diffusion models?"}) + "\n")
+    asker.stdin.close()
+    err = asker.stderr.read()
+    assert asker.wait(timeout=300) == 141, err  # as a shell reports a process ended by SIGPIPE
+    assert err == "", err  # no "Error: unexpected BrokenPipeError", no "Exception ignored ... BrokenPipeError"
+
+    read, write = os.pipe()
+    os.close(read)
+    topics = subprocess.run([sys.executable, "-m", "rag", "topics", "--data-dir", str(data_dir)], cwd=ROOT,
+                            stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+    os.close(write)
+    assert (topics.returncode, topics.stderr) == (141, "")
 
 
 # What a question never needs: the web app, the ingest's splitter, LLM clients, and what those pull in.

@@ -190,6 +190,7 @@ def test_search_papers_ranks_and_filters_the_seeded_papers(live, papers):
 def test_ask_answers_with_citations_follows_up_and_abstains(live, papers):
     answer = data(live.call("ask", {"question": SAE}))
     assert not answer["abstained"] and answer["mode"] == "extractive" and "[1]" in answer["answer"]
+    assert answer["outcome"] == "answered"
     assert answer["citations"][0]["title"] == SAE_TITLE and answer["citations"][0]["n"] == 1
     assert answer["paper_ids"] == [c["paper_id"] for c in answer["citations"]] and answer["nearest"] == []
 
@@ -200,7 +201,7 @@ def test_ask_answers_with_citations_follows_up_and_abstains(live, papers):
     assert "Max Tegmark" in follow["answer"]
 
     none = data(live.call("ask", {"question": "What is the best hydration for a sourdough bread starter?"}))
-    assert none["abstained"] and none["citations"] == [] and none["nearest"]
+    assert none["abstained"] and none["citations"] == [] and none["nearest"] and none["outcome"] == "not_covered"
     assert "does not appear to cover" in none["answer"]
 
 

@@ -66,10 +66,11 @@ def test_every_setting_appears_in_the_readme_with_its_variable_default_and_descr
             assert field.description, f"{model.__name__}.{name} has no description for the README"
             assert f"{prefix}.{name}" in nested, f"the README lists no {prefix}.{name}"
             assert _shown(getattr(values, name)) in nested[f"{prefix}.{name}"][1].replace(",", "")
-    # The gate's fitted threshold is read from its data file, not copied (it had drifted: 0.79 against 0.8152).
+    # The gate's cut points are read from its data file, not copied (its threshold had drifted: 0.79 against 0.8152).
     from rag.answering import abstain
 
-    assert f"fitted ({abstain.THRESHOLD:g}" in by_var["RAG_ABSTAIN_MODEL_THRESHOLD"][2]
+    assert (f"unsure from {abstain.UNSURE_AT:g}, not covered from {abstain.NOT_COVERED_AT:g}"
+            in by_var["RAG_ABSTAIN_MODEL_THRESHOLD"][2])
 
 
 def test_the_readme_lists_every_command_with_its_help_and_every_make_target():

@@ -5,6 +5,7 @@ after a restart without embedding anything twice."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -81,6 +82,59 @@ def test_a_background_ingest_is_searchable_as_it_goes_and_resumes_after_a_restar
     restarted.index_in_background([SEEDS]).join(120)
     assert restarted.indexing.summary.startswith("added 0, updated 0, unchanged 38")
     assert "0 chunks embedded" in restarted.indexing.summary
+
+
+def test_a_background_ingest_reports_its_progress_and_a_last_line_to_the_console(tmp_path):
+    """`rag serve` printed nothing while it indexed the bundled list for minutes, nor when it was done."""
+    engine = Engine(Settings(data_dir=tmp_path / "index"), serving=True)
+    engine.ingest([DATA / "papers_small.jsonl"])
+    lines: list[str] = []
+    engine.index_in_background([SEEDS], report=lines.append, report_every=0.0).join(120)
+    progress, done = lines[:-1], lines[-1]
+    assert progress and all(re.fullmatch(r"Indexing: \d+ of 46 papers stored \(\d+ of 38 new\), \d+ s so far\.",
+                                         line) for line in progress), lines
+    assert progress[-1].startswith("Indexing: 46 of 46 papers stored (38 of 38 new)")
+    assert re.fullmatch(r"Indexed 46 papers in \d+ s: added 38, updated 0, unchanged 0, .*\.", done), done
+    quiet: list[str] = []
+    engine.index_in_background([SEEDS], report=quiet.append).join(120)  # every REPORT_EVERY s: nothing to add
+    assert len(quiet) == 1 and quiet[0].startswith("Indexed 46 papers in ")
+
+
+def test_an_answer_from_a_partial_index_says_its_refusal_or_single_match_may_change(tmp_path):
+    """The notice said how much was searched, not that a refusal, or an answer resting on one paper, may not hold
+    once the rest is indexed (a question was once answered confidently from the wrong paper that way)."""
+    import threading
+
+    engine = Engine(Settings(data_dir=tmp_path / "index"), serving=True)
+    engine.ingest([DATA / "papers_small.jsonl"])
+    gate, upsert = threading.Event(), engine.index.upsert
+
+    def held(papers, files=(), progress=None):  # the background ingest waits at the gate after it starts
+        def step(done, todo):
+            progress(done, todo)
+            if done == 0:
+                gate.wait(60)
+        return upsert(papers, files=files, progress=step)
+
+    engine.index.upsert = held
+    thread = engine.index_in_background([SEEDS])
+    try:
+        deadline = time.time() + 60
+        while not engine.indexing.total and time.time() < deadline:
+            time.sleep(0.05)
+        refused = engine.ask("Is there work on making sparse autoencoders cheaper to train?")  # a seed's paper
+        assert refused.abstained
+        assert refused.notices[0] == ("Searched the 8 papers indexed so far; indexing of 46 is still under way. "
+                                      "This refusal may change when indexing ends: the paper that answers may not "
+                                      "be indexed yet.")
+        single = engine.ask("protein structure generation with a diffusion model")
+        assert not single.abstained and len(single.citations) == 1
+        assert single.notices[0].endswith("still under way. It rests on one paper, which may change when indexing "
+                                          "ends: a closer match may not be indexed yet.")
+    finally:
+        gate.set()
+        thread.join(120)
+    assert not any("indexing" in n for n in engine.ask("protein structure generation").notices)
 
 
 def test_the_progress_total_counts_an_updated_paper_once(tmp_path):

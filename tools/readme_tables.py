@@ -79,7 +79,8 @@ def _default(model: type[BaseModel], name: str) -> str:
     if name == "abstain_model_threshold" and value is None:
         from rag.answering import abstain
 
-        return f"fitted ({abstain.THRESHOLD:g}, `rag/answering/abstain_gate.json`)"
+        return (f"the gate's cut points (unsure from {abstain.UNSURE_AT:g}, not covered from "
+                f"{abstain.NOT_COVERED_AT:g}; `rag/answering/abstain_gate.json`)")
     if value is None:
         return "–"
     if isinstance(value, bool):

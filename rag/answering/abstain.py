@@ -31,7 +31,7 @@ import json
 import math
 import re
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -220,8 +220,18 @@ MEAN: list[float] = _GATE["mean"]
 SCALE: list[float] = _GATE["scale"]
 WEIGHTS: list[float] = _GATE["weights"]
 BIAS: float = _GATE["bias"]
-THRESHOLD: float = _GATE["threshold"]
+THRESHOLD: float = _GATE["threshold"]  # the one cut of the two-outcome gate, fitted on generated questions
 TRAINING: str = _GATE["training"]
+# Three outcomes (`rag.answering.records.Outcome`): the probability gives two cut points, chosen on the dev sets by
+# eval/tune_outcomes.py (the set and the figure that chose them are in the file's "outcomes" entry): below
+# UNSURE_AT the papers answer; from NOT_COVERED_AT nothing in the collection is close; in between, unsure. A
+# gate file without the entry (an older one) keeps the single fitted THRESHOLD for both.
+CUTS: dict[str, Any] = _GATE.get("outcomes") or {}
+UNSURE_AT: float = float(CUTS.get("unsure_at", THRESHOLD))
+NOT_COVERED_AT: float = float(CUTS.get("not_covered_at", THRESHOLD))
+# A best sentence below `Settings.abstain_threshold` with the probability under NOT_COVERED_AT: unsure or not covered
+# (chosen with the cut points; "not_covered" is how the two-outcome gate treated it).
+LOW_CONFIDENCE: Literal["unsure", "not_covered"] = "unsure" if CUTS.get("low_confidence") == "unsure" else "not_covered"
 
 
 def probability(retrieval: Retrieval) -> float:
@@ -230,6 +240,20 @@ def probability(retrieval: Retrieval) -> float:
         return 0.0
     x = (features(retrieval) - np.asarray(MEAN)) / np.asarray(SCALE)
     return float(1.0 / (1.0 + math.exp(-(float(x @ np.asarray(WEIGHTS)) + BIAS))))
+
+
+def applies(retrieval: Retrieval) -> bool:
+    """Whether the learned gate speaks for this retrieval: a fitted model and a collection of MIN_PAPERS or more
+    (see `refuses`)."""
+    return bool(WEIGHTS) and retrieval.corpus_size >= MIN_PAPERS
+
+
+def cut_points(threshold: float | None = None) -> tuple[float, float]:
+    """(unsure from, not covered from). `threshold` (`Settings.abstain_model_threshold`) moves the first, and the
+    second with it when it is higher; 1.01 turns the gate off."""
+    if threshold is None:
+        return UNSURE_AT, NOT_COVERED_AT
+    return threshold, max(threshold, NOT_COVERED_AT)
 
 
 def refuses(retrieval: Retrieval, threshold: float | None = None) -> bool:

@@ -91,13 +91,16 @@ def with_asked(retrieval: Retrieval, chosen: list[ScoredSentence], candidates: l
     paper_index = chosen[0].paper_index
     abstract = retrieval.hits[paper_index].paper.abstract
     mine = [s for s in candidates if s.paper_index == paper_index]
+    # Compared by text: `chosen` may hold `ranked`'s re-scored copies of `candidates`, which are not equal to them,
+    # and a sentence already quoted must not be quoted twice.
+    quoted = {s.text for s in chosen}
     masked = _masked(retrieval.question)
     if FIGURE.search(masked):  # the sentence giving the asked quantity, else the best one with a number
         numbers = [s for s in mine if _DIGIT.search(s.text)]
         gives = [s for s in numbers if gives_quantity(retrieval.question, s.text)]
-        if not numbers or any(s in chosen for s in gives):
+        if not numbers or any(s.text in quoted for s in gives):
             return chosen
-        best = max(gives or [s for s in numbers if s not in chosen] or numbers, key=lambda s: s.score)
+        best = max(gives or [s for s in numbers if s.text not in quoted] or numbers, key=lambda s: s.score)
     elif ASKS_RESULTS.search(masked):
         best = max(mine, key=lambda s: s.score)
     else:  # "What is Time-MoE?" asks nothing the passage leaves out: "Time-MoE is state-of-the-art" only repeats it
@@ -107,7 +110,7 @@ def with_asked(retrieval: Retrieval, chosen: list[ScoredSentence], candidates: l
         new_words = retrieval.terms & set(tokenize([best.text])[0]) - said
         if scored[best.text] - max(scored.get(s.text, s.score) for s in chosen) < BEST_LEAD or not new_words:
             return chosen
-    if best in chosen:
+    if best.text in quoted:
         return chosen
     return sorted(chosen + [best], key=lambda s: abstract.find(s.text))
 

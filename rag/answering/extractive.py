@@ -48,7 +48,7 @@ from rag.text import is_boilerplate
 from rag.search.retrieve import Retrieval, ScoredSentence
 from rag.text import link_label
 from rag.answering import abstain, explain as explain_order
-from rag.answering.records import Source
+from rag.answering.records import Outcome, Source
 
 # How many sentences from which papers (MAX_PER_PAPER, RELATIVE_FLOOR, LEAD, ONE_PAPER_*): `Settings.policy`
 # (`AnswerPolicy`, rag/config.py), each with the set and figure that chose it. Which of a one-paper answer's
@@ -62,20 +62,59 @@ NO_ANSWER = re.compile(
     r"cannot be answered (?:from|with|using) the (?:sources|abstracts)", re.IGNORECASE)
 
 
-def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
+def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
+    """Which of the three outcomes the retrieval supports, before any answer is written.
+
+    Over a collection the learned gate applies to (`abstain.applies`, 1,000+ papers): its probability that the
+    papers do not answer, against its two cut points (`abstain.cut_points`): from the higher one "not_covered",
+    from the lower one "unsure", else "answered"; a best sentence below `abstain_threshold` (no rare name of the
+    question matched) is at least "unsure" (`abstain.LOW_CONFIDENCE` says whether it is "not_covered"). Over a
+    smaller collection the confidence bar alone decides, as before the gate: below it, "not_covered"."""
     if not retrieval.hits:
-        return True
-    if retrieval.confidence < settings.abstain_threshold and not retrieval.named_match:
-        return True
-    return abstain.refuses(retrieval, settings.abstain_model_threshold)  # the learned gate (rag/answering/abstain.py)
+        return "not_covered"
+    weak = retrieval.confidence < settings.abstain_threshold and not retrieval.named_match
+    if not abstain.applies(retrieval):
+        return "not_covered" if weak else "answered"
+    unsure_at, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
+    p = abstain.probability(retrieval)
+    if p >= not_covered_at:
+        return "not_covered"
+    if weak:
+        return abstain.LOW_CONFIDENCE
+    return "unsure" if p >= unsure_at else "answered"
+
+
+def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
+    """Whether the papers do not clearly answer (`decide` says anything but "answered")."""
+    return decide(retrieval, settings) != "answered"
+
+
+NOT_COVERED = "Not covered: the collection does not appear to cover this question."
+UNSURE = "Unsure: none of the papers clearly answers this."
+# An unsure answer cites the top paper and, up to CLOSEST in all, those whose retrieval score is at least
+# CLOSEST_SHARE of its: the fused score falls to ~0.5 by the third rank on the dev near misses, where it reaches
+# papers that share one word with the question ("Grounding by Trying" for a try-on question).
+CLOSEST, CLOSEST_SHARE = 3, 0.6
 
 
 def abstention_text(sources: list[Source]) -> str:
-    text = "The collection does not appear to cover this question."
+    text = NOT_COVERED
     if sources:
         nearest = "; ".join(f'"{s.title}"' for s in sources[:3])
         text += f" The nearest papers are: {nearest}."
     return text
+
+
+def unsure_text(sources: list[Source]) -> tuple[str, list[int]]:
+    """The answer when no paper clearly answers but some are close: the closest papers (CLOSEST, CLOSEST_SHARE),
+    each cited with the sentence of its abstract nearest the question (a title-only paper by its title). Returns
+    (text, cited)."""
+    closest = [s for i, s in enumerate(sources[:CLOSEST]) if i == 0 or s.score >= CLOSEST_SHARE * sources[0].score]
+    lines = [f"{UNSURE} The closest are:"]
+    for s in closest:
+        said = f": {s.snippet.strip()}" if s.has_abstract and s.snippet.strip() else ""
+        lines.append(f"{BULLET} “{s.title}” [{s.n}]{said}")
+    return "\n".join(lines), [s.n for s in closest]
 
 
 def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",
@@ -251,6 +290,9 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
     chosen = window[:settings.max_answer_sentences] or explain_order.within_papers(retrieval, chosen, quotable)
     if one_paper:  # ... and the sentence holding the figure or result the question asks for, if not quoted yet
         chosen = explain_order.with_asked(retrieval, chosen, quotable)
+    # A sentence is quoted once: two papers can share one (a user's file and the bundled list holding the same
+    # abstract under two ids), and the steps above may pick one sentence twice.
+    chosen = _once(chosen)
     paragraphs = []
     for paper_index in dict.fromkeys(s.paper_index for s in chosen):
         mine = sorted((s for s in chosen if s.paper_index == paper_index),
@@ -279,6 +321,18 @@ def _names(authors: list[str]) -> str:
 
 def _decision_kind(decision: str) -> str:
     return next((k.lower() for k in ("Oral", "Spotlight", "Poster") if k.lower() in decision.lower()), "")
+
+
+def _once(sentences: list[ScoredSentence]) -> list[ScoredSentence]:
+    """`sentences` without repeats of a text (spacing ignored), the first of each kept, in order."""
+    seen: set[str] = set()
+    out = []
+    for s in sentences:
+        key = " ".join(s.text.split())
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
 
 
 def _sentence_position(retrieval: Retrieval, sentence) -> int:

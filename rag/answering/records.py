@@ -8,7 +8,7 @@ rank, [1] being the best; `citations` are the sources the answer text actually c
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from rag.search.retrieve import Retrieval
 from rag.store.index import StoredPaper
@@ -36,12 +36,18 @@ class Source:
     bm25: float | None = None
 
 
+#: What became of a question (`Answer.outcome`): the papers answer it; none clearly does and the closest are cited
+#: ("unsure"); nothing in the collection is close ("not_covered", the only outcome with `abstained` true).
+Outcome = Literal["answered", "unsure", "not_covered"]
+OUTCOMES: tuple[Outcome, ...] = ("answered", "unsure", "not_covered")
+
+
 @dataclass
 class Answer:
     question: str
     answer: str
     mode: str  # "extractive" or "llm"
-    abstained: bool
+    abstained: bool  # True only for outcome "not_covered" (kept for the shells and reports that read it)
     citations: list[Source]
     sources: list[Source]
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds
@@ -50,6 +56,7 @@ class Answer:
     notices: list[str] = field(default_factory=list)  # things the user should know (truncated input, ...)
     model: str = ""  # the LLM that wrote the answer (mode "llm")
     fallback_reason: str = ""  # why an LLM was configured but the answer is extractive
+    llm_no_answer: bool = False  # the LLM read the papers and said they do not answer: the answer shown is unsure
     fabricated: int = 0  # citations the LLM made to source numbers it was not given (removed from the text)
     unsupported: list[str] = field(default_factory=list)  # cited sentences the cited abstracts barely support
     usage: dict[str, int | None] = field(default_factory=dict)  # prompt/completion tokens reported by the LLM
@@ -57,6 +64,15 @@ class Answer:
     filters: dict[str, Any] = field(default_factory=dict)  # decisions / author applied, and which the question set
     focus: list[str] = field(default_factory=list)  # a follow-up answered from these papers of the previous answer
     policy: str = ""  # short hash of the answer policy that answered (`Settings.policy_hash`)
+    outcome: Outcome | None = None  # None at construction: derived from `abstained` (`conclude` sets both)
+
+    def __post_init__(self) -> None:
+        if self.outcome is None:
+            self.outcome = "not_covered" if self.abstained else "answered"
+
+    def conclude(self, outcome: Outcome) -> None:
+        """Set the outcome, and `abstained` with it (true only when the collection does not cover the question)."""
+        self.outcome, self.abstained = outcome, outcome == "not_covered"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

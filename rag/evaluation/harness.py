@@ -30,6 +30,7 @@ from typing import Any
 from rag.errors import RagError
 from rag.generation.citations import cited_sentences
 from rag.query.intent import TYPES
+from rag.answering.records import OUTCOMES
 from rag.engine import Engine
 
 K = 10  # papers retrieved per question, so that recall@10 and nDCG@10 can be measured
@@ -110,11 +111,13 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
             "searched_alone": (q["turns"][0] not in answer.retrieval_query and not answer.focus)
             if q["kind"] == "followup" else None,
             "expected_alone": q.get("standalone"),
-            "abstained": answer.abstained, "confidence": answer.confidence, "mode": answer.mode,
+            "abstained": answer.abstained, "outcome": answer.outcome, "confidence": answer.confidence,
+            "mode": answer.mode,
             "cited_gold": any(matches(g, s.paper_id, s.text) for g in q.get("gold", []) for s in answer.citations),
             "fabricated": answer.fabricated, "ms": round(ms, 1),
             "facts": (sum(f.lower() in text for f in facts) / len(facts)) if facts else None,
-            "fallback_reason": answer.fallback_reason, "unsupported": len(answer.unsupported),
+            "fallback_reason": answer.fallback_reason, "llm_no_answer": answer.llm_no_answer,
+            "unsupported": len(answer.unsupported),
             "cited_sentences": sum(1 for _, c in cited_sentences(answer.answer) if c) if answer.mode == "llm" else 0,
             "completion_tokens": (answer.usage or {}).get("completion_tokens")
             or (answer.usage or {}).get("completion_chunks"),
@@ -172,8 +175,25 @@ def summarize(rows: list[dict]) -> dict:
         "cite_precision": mean(r["cite_precision"] for r in answerable if r.get("cite_precision") is not None),
         "ms_p50": round(statistics.median(ms), 1) if ms else None,
         "ms_p95": round(ms[int(0.95 * (len(ms) - 1))], 1) if ms else None,
+        **outcome_shares(answerable, none),
         **llm_summary(rows),
     }
+
+
+# The three outcomes (`Answer.outcome`) per kind of question: "answerable_not_covered" is the false refusal of
+# old (`false_refusal` still counts it), "none_answered" the unanswerable questions given an answer.
+OUTCOME_METRICS = [f"{side}_{outcome}" for side in ("answerable", "none") for outcome in OUTCOMES]
+
+
+def outcome_shares(answerable: list[dict], none: list[dict]) -> dict[str, float | None]:
+    """The share of each outcome among the answerable and among the unanswerable rows (rows of a report written
+    before outcomes existed read as their `abstained` said)."""
+    def share(rows: list[dict], outcome: str) -> float | None:
+        got = [r.get("outcome") or ("not_covered" if r["abstained"] else "answered") for r in rows]
+        return round(sum(g == outcome for g in got) / len(got), 3) if got else None
+
+    return {f"{side}_{outcome}": share(rows, outcome)
+            for side, rows in (("answerable", answerable), ("none", none)) for outcome in OUTCOMES}
 
 
 # Columns of LLM-mode runs (`make eval-llm`), beside the same run's extractive answers.
@@ -210,7 +230,8 @@ def llm_summary(rows: list[dict]) -> dict:
             reasons[kind] = reasons.get(kind, 0) + 1
     checked = sum(r["cited_sentences"] for r in llm)
     return {"llm_written": mean(r["mode"] == "llm" and not r["abstained"] for r in answerable),
-            "llm_no_answer": mean(r["mode"] == "llm" and r["abstained"] for r in rows),
+            "llm_no_answer": mean(r.get("llm_no_answer", False) or (r["mode"] == "llm" and r["abstained"])
+                                  for r in rows),
             "fell_back": mean(bool(r.get("fallback_reason")) for r in rows),
             "fallback_reasons": dict(sorted(reasons.items(), key=lambda kv: -kv[1])),
             "unanswered_answered": mean(not r["abstained"] for r in none),
@@ -267,6 +288,21 @@ class Report:
                 lines.append(("" if set_name is None else f"| {set_name} ") + f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
+    def outcome_table(self) -> str:
+        """Per set, for each configuration: the share of each outcome (answered / unsure / not covered) among the
+        answerable questions and among the unanswerable ones."""
+        first = next(iter(self.results.values()), {})
+        sets = list(first.get("by_set") or {})
+        lead = "| set | config | " if sets else "| config | "
+        lines = ["Outcomes (answerable: answered / unsure / not covered; unanswerable: the same):", "",
+                 lead + " | ".join(OUTCOME_METRICS) + " |", "|" + "---|" * (len(OUTCOME_METRICS) + 1 + bool(sets))]
+        for set_name in [*sets, "all"] if sets else [None]:
+            for name, result in self.results.items():
+                summary = result["by_set"][set_name] if set_name in sets else result["summary"]
+                lines.append(("" if set_name is None else f"| {set_name} ") + f"| {name} | "
+                             + " | ".join(_cell(summary.get(m)) for m in OUTCOME_METRICS) + " |")
+        return "\n".join(lines) + "\n\n"
+
     def llm_table(self) -> str:
         """For a run with an LLM: per set, the LLM columns of each configuration (the LLM one and the same run's
         extractive one); the fallback reasons counted below. Empty for an extractive run."""
@@ -315,7 +351,8 @@ class Report:
         js.write_text(json.dumps({"name": self.name, "meta": self.meta, "results": self.results}, indent=1,
                                  ensure_ascii=False), encoding="utf-8")
         meta = "\n".join(f"- {key}: {value}" for key, value in self.meta.items())
-        md.write_text(f"# Evaluation: {self.name}\n\n{meta}\n\n{self.table()}\n\n{self.llm_table()}{self.type_table()}"
+        md.write_text(f"# Evaluation: {self.name}\n\n{meta}\n\n{self.table()}\n\n{self.outcome_table()}"
+                      f"{self.llm_table()}{self.type_table()}"
                       "hit@k, MRR and nDCG@10 over questions with one gold paper (single + follow-up); "
                       "multi_recall@10 over multi-paper questions; abstention_on_none over unanswerable questions; "
                       "false_refusal, cited_gold and cite_precision (citations on a gold or judged-relevant "

@@ -6,8 +6,10 @@ corpus (the retriever's `state`, replaced on every refresh after an ingest) into
 related query is one matrix-vector product (under a millisecond for 2,114 papers) and never embeds anything.
 
 `find_paper` resolves what a user typed (`rag related`, the `/related` API): a paper id; a title, compared with
-case, punctuation and spacing ignored; or a part of a title that only one paper has. Anything else is a
-`PaperNotFound` whose one line says what to give instead.
+case, punctuation and spacing ignored; whole words of a title that only one paper has; or else a name its abstract
+gives ("TEAL", whose title is "Training-Free Activation Sparsity in Large Language Models"). Words match whole
+words only: "TEAL" is not in "sTEALthy" or "STEALing". Anything else is a `PaperNotFound` whose one line says what
+to give instead, naming the papers that do have the words (exact-case name hits first).
 
 How good the neighbours are is measured by `rag eval` (`rag.evaluation.harness.related_recall`).
 """
@@ -129,9 +131,9 @@ def explorer(retriever: Any) -> Explorer:
 
 
 def find_paper(papers: list[StoredPaper], query: Any) -> StoredPaper:
-    """The paper `query` names: its id or OpenReview link, its title (case, punctuation and spacing ignored), a
-    part of its title no other paper has, or else a title within a few typos of it. Raises PaperNotFound
-    otherwise."""
+    """The paper `query` names: its id or OpenReview link, its title (case, punctuation and spacing ignored), whole
+    words of its title no other paper has, a name that only its abstract gives, or else a title within a few typos
+    of it. Raises PaperNotFound otherwise, naming the papers that have the words."""
     if not isinstance(query, str) or not query.strip():
         raise PaperNotFound("give a paper id or title (e.g. one of the ids `rag ask --json` lists in `sources`).")
     text = " ".join(query.split())
@@ -149,17 +151,48 @@ def find_paper(papers: list[StoredPaper], query: Any) -> StoredPaper:
     exact = [p for p, t in zip(papers, titles) if t == wanted]
     if len(exact) == 1:
         return exact[0]
-    within = exact or [p for p, t in zip(papers, titles) if wanted in t]
+    # Whole words, in the plain form (" teal " is not inside " stealthy "): a part of a word is not a name.
+    padded = f" {wanted} "
+    within = exact or [p for p, t in zip(papers, titles) if padded in f" {t} "]
     if len(within) == 1:
         return within[0]
     if len(within) > 1:
-        shown = "; ".join(f"{p.paper_id} ({(p.title or p.label)[:60]})" for p in within[:3])
-        raise PaperNotFound(f"{len(within)} papers have {text[:60]!r} in their title, e.g. {shown}: give more of "
-                            "the title or the paper id.")
+        raise PaperNotFound(f"{len(within)} papers have {text[:60]!r} in their title, e.g. {_shown(within)}: give "
+                            "more of the title or the paper id.")
+    named = _named_in_abstracts(papers, text, wanted)
+    if len(named) == 1:
+        return named[0]
     close = difflib.get_close_matches(wanted, titles, n=2, cutoff=0.85)
     if len(close) == 1 or (close and close[0] != close[1] and difflib.SequenceMatcher(
             None, wanted, close[0]).ratio() - difflib.SequenceMatcher(None, wanted, close[1]).ratio() > 0.05):
         return papers[titles.index(close[0])]
+    if named:
+        raise PaperNotFound(f"no title has {text[:60]!r}; {len(named)} abstracts do, e.g. {_shown(named)}: give the "
+                            "paper id or words of its title.")
     raise PaperNotFound(f"no paper has the id or title {text[:80]!r}: give a paper id (`rag ask --json` lists them "
                         "in `sources`) or more words of its title.")
 
+
+def _named_in_abstracts(papers: list[StoredPaper], text: str, wanted: str) -> list[StoredPaper]:
+    """The papers whose abstract has `text` as whole words, those with it as typed (the case of a name: "TEAL")
+    first, then those with it in any case; among each, the ones naming it most often first. Only when the exact-case
+    hits are one paper is it taken alone: a name is written as its paper writes it."""
+    if len(wanted) < 3:
+        return []
+    as_typed = re.compile(r"(?<!\w)" + r"\W+".join(map(re.escape, text.split())) + r"(?!\w)")
+    hits: list[tuple[int, int, int, StoredPaper]] = []
+    for i, paper in enumerate(papers):
+        if not paper.abstract:
+            continue
+        count = len(as_typed.findall(paper.abstract))
+        if count:
+            hits.append((0, -count, i, paper))
+        elif f" {wanted} " in f" {plain(paper.abstract)} ":
+            hits.append((1, 0, i, paper))
+    hits.sort(key=lambda h: h[:3])
+    exact_case = [h[3] for h in hits if h[0] == 0]
+    return exact_case if len(exact_case) == 1 else [h[3] for h in hits]
+
+
+def _shown(papers: list[StoredPaper]) -> str:
+    return "; ".join(f"{p.paper_id} ({(p.title or p.label)[:60]})" for p in papers[:3])

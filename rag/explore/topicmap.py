@@ -11,6 +11,10 @@ seeded (SEED) so the same index gives the same map:
 - decision mix: Oral / Spotlight / Poster counts per topic, and example papers (nearest the cluster's centre,
   overall and per decision) for answers that cite one or two.
 
+Stability: while the papers added or removed since the last full build are at most STABLE_SHARE of it, the map is
+extended instead (`extend`): a new paper joins the topic whose centre is nearest and sits beside its nearest paper,
+and every topic keeps its number and name, so adding a few papers does not renumber and rename all of them.
+
 The map is computed once per index content and stored beside the index (`<data dir>/topicmap-<collection>.json`),
 keyed by a hash of every paper's id and content hash, the embedder, the number of topics and the method's
 version: any ingest that changes a paper changes the key, and the next use recomputes it (28 s of CPU for the
@@ -38,7 +42,10 @@ import numpy as np
 from rag.store.index import StoredPaper
 from rag.explore.related import explorer
 
-MAP_FORMAT = "map3"  # version of the method and file: part of the key
+MAP_FORMAT = "map4"  # version of the method and file: part of the key
+# A map is extended, not rebuilt, while the papers added (and removed) since it was built are at most this share
+# of it: its topics keep their numbers and names (adding 4 papers once renumbered and renamed all 20).
+STABLE_SHARE = 0.10
 SEED = 0
 PCA_DIMS = 50
 LABEL_TERMS = 3
@@ -51,7 +58,7 @@ address different experiments experimental extensive effective effectively impro
 introduce introduces key challenge challenges large achieve achieves code available github com https source
 approach also however furthermore particular specifically including results prior recent recently end
 benchmark benchmarks evaluation evaluate varepsilon epsilon mathcal mathbb mathbf textbf texttt textit frac tilde
-emph""".split())
+emph neural network networks deep""".split())
 
 
 def kind(decision: str) -> str:
@@ -77,6 +84,9 @@ class TopicMap:
     topics: list[Topic]
     seconds: float = 0.0  # time to compute it
     cached: bool = False  # read from the file beside the index
+    basis: str = ""  # method, seed, topics asked for and embedder: a map is only extended on the same basis
+    built: int = 0  # papers of the last full build (its topics); extensions count from it
+    drift: int = 0  # papers added or removed since that build
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -100,8 +110,12 @@ class TopicMap:
         return out
 
 
+def basis(embedder: str, n_topics: int) -> str:
+    return f"{MAP_FORMAT}|{SEED}|{n_topics}|{embedder}"
+
+
 def fingerprint(papers: list[StoredPaper], embedder: str, n_topics: int) -> str:
-    digest = hashlib.sha256(f"{MAP_FORMAT}|{SEED}|{n_topics}|{embedder}\n".encode())
+    digest = hashlib.sha256(f"{basis(embedder, n_topics)}\n".encode())
     for p in papers:
         digest.update(f"{p.paper_id}:{p.content_hash}\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
@@ -198,19 +212,58 @@ def _build(papers: list[StoredPaper], vectors: np.ndarray, n_topics: int, key: s
     topic = np.array([number[c] for c in raw.tolist()])
     docs = [" ".join(p.search_text for p, t in zip(papers, topic) if t == k) for k in range(1, len(by_size) + 1)]
     terms = label_terms(docs)
-    topics = []
-    for k in range(1, len(by_size) + 1):
-        members = np.flatnonzero(topic == k)
-        centre = vectors[members].mean(axis=0)
-        nearest = members[np.argsort(-(vectors[members] @ centre), kind="stable")]
-        mix = Counter(kind(papers[i].decision) for i in members)
-        examples = {"all": [papers[i].paper_id for i in nearest[:5]]}
-        for name in KINDS:
-            examples[name] = [papers[i].paper_id for i in nearest if kind(papers[i].decision) == name][:2]
-        topics.append(Topic(k, ", ".join(terms[k - 1]) or f"topic {k}", terms[k - 1], len(members),
-                            {name: mix.get(name, 0) for name in (*KINDS, "other")}, examples))
+    topics = [_topic(papers, vectors, np.flatnonzero(topic == k), k, terms[k - 1],
+                     ", ".join(terms[k - 1]) or f"topic {k}") for k in range(1, len(by_size) + 1)]
     return TopicMap(key, [p.paper_id for p in papers], np.round(xy, 4).tolist(), topic.tolist(), topics,
-                    time.perf_counter() - started)
+                    time.perf_counter() - started, built=n)
+
+
+def extend(previous: TopicMap, papers: list[StoredPaper], vectors: np.ndarray, key: str) -> TopicMap | None:
+    """`previous` with the papers added since put in their nearest topic (by cosine to its centre) and on the map
+    beside their nearest paper, and the papers removed since left out; the topics keep their numbers, names and
+    terms, their sizes, decision mix and examples are counted again. None when the papers added or removed since
+    its last full build are more than STABLE_SHARE of that build's (or none of it is left): then it is built anew."""
+    started = time.perf_counter()
+    at = {pid: i for i, pid in enumerate(previous.paper_ids)}
+    index = {p.paper_id: i for i, p in enumerate(papers)}
+    kept = [pid for pid in previous.paper_ids if pid in index]
+    added = [p.paper_id for p in papers if p.paper_id not in at]
+    drift = previous.drift + len(previous.paper_ids) - len(kept) + len(added)
+    if not kept or not previous.topics or drift > STABLE_SHARE * (previous.built or len(previous.paper_ids)):
+        return None
+    old_rows = np.array([index[pid] for pid in kept])
+    old_topic = np.array([previous.topic[at[pid]] for pid in kept])
+    numbers = [t.n for t in previous.topics]
+    centres = np.stack([vectors[old_rows[old_topic == n]].mean(axis=0) if (old_topic == n).any()
+                        else np.zeros(vectors.shape[1]) for n in numbers])
+    topic_of = {pid: previous.topic[at[pid]] for pid in kept}
+    xy_of = {pid: previous.xy[at[pid]] for pid in kept}
+    for pid in added:
+        v = vectors[index[pid]]
+        topic_of[pid] = numbers[int(np.argmax(centres @ v))]
+        near = kept[int(np.argmax(vectors[old_rows] @ v))]
+        x, y = xy_of[near]
+        xy_of[pid] = [round(min(1.0, x + 0.004), 4), round(min(1.0, y + 0.004), 4)]
+    ids = [p.paper_id for p in papers]
+    topic = np.array([topic_of[pid] for pid in ids])
+    topics = []
+    for t in previous.topics:
+        members = np.flatnonzero(topic == t.n)
+        topics.append(_topic(papers, vectors, members, t.n, t.terms, t.label))
+    return TopicMap(key, ids, [xy_of[pid] for pid in ids], topic.tolist(), topics, time.perf_counter() - started,
+                    basis=previous.basis, built=previous.built or len(previous.paper_ids), drift=drift)
+
+
+def _topic(papers: list[StoredPaper], vectors: np.ndarray, members: np.ndarray, n: int, terms: list[str],
+           label: str) -> Topic:
+    """Topic `n` of these member rows: its size, decision mix and examples nearest its centre."""
+    centre = vectors[members].mean(axis=0) if len(members) else np.zeros(vectors.shape[1])
+    nearest = members[np.argsort(-(vectors[members] @ centre), kind="stable")]
+    mix = Counter(kind(papers[i].decision) for i in members)
+    examples = {"all": [papers[i].paper_id for i in nearest[:5]]}
+    for name in KINDS:
+        examples[name] = [papers[i].paper_id for i in nearest if kind(papers[i].decision) == name][:2]
+    return Topic(n, label, terms, len(members), {name: mix.get(name, 0) for name in (*KINDS, "other")}, examples)
 
 
 _CACHE: dict[tuple[str, str], TopicMap] = {}
@@ -241,7 +294,11 @@ def topic_map(engine: Any, stale_ok: bool = False) -> TopicMap:
         except (OSError, ValueError, TypeError, KeyError):
             found = None
         if found is None or found.key != key:
-            found = build(papers, vectors, settings.topics, key)
+            wanted = basis(engine.index.embedder.identity, settings.topics)
+            previous = found if found is not None and found.basis == wanted else None
+            found = (previous and extend(previous, papers, vectors, key)) or build(papers, vectors, settings.topics,
+                                                                                   key)
+            found.basis = wanted
             try:
                 tmp = path.with_suffix(f".{os.getpid()}.tmp")
                 tmp.write_text(found.to_json(), encoding="utf-8")

@@ -143,6 +143,18 @@ class StoredPaper:
         return "\n".join(t for t in (self.title, self.abstract) if t)
 
 
+TITLE_ONLY_MEANS = "found by title and authors, with no abstract to answer from"
+
+
+def paper_count(papers: list[StoredPaper]) -> str:
+    """How many papers, and how many of them are title-only and what that means, wherever a count is shown: the
+    bundled list is 3,706 papers of which 1,592 have no abstract, so "2,114" (those with abstracts) and "3,706"
+    both appear, and a reader should see why."""
+    title_only = sum(not p.has_abstract for p in papers)
+    count = f"{len(papers):,} papers"
+    return f"{count} ({title_only:,} of them title-only: {TITLE_ONLY_MEANS})" if title_only else count
+
+
 @dataclass(frozen=True)
 class Sentences:
     """The sentences of one abstract, in order, and their unit vectors [n, dim]."""

@@ -29,6 +29,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ import gradio as gr
 
 from rag.config import LIMITS
 from rag.errors import RagError, one_line
+from rag.store.index import paper_count
 from rag.text import load_sentence_splitter
 from rag.store.ingest import SUPPORTED_SUFFIXES
 from rag.generation.cost import answer_cost
@@ -87,6 +89,38 @@ def _without_paths(text: str, settings) -> str:
     return re.sub(r"(?<![\w.])/(?:[\w.-]+/)+[\w.-]*", "<path>", text)
 
 
+# Each page's indexing line and its refresh timer, by page, so `publish_status` can write them into its config.
+_STATUS: "weakref.WeakKeyDictionary[gr.Blocks, tuple[gr.Markdown, gr.Timer]]" = weakref.WeakKeyDictionary()
+
+
+def publish_status(demo: gr.Blocks, engine: Engine) -> None:
+    """Write the indexing line as it is now, and whether its timer runs, into the page's config. Gradio serves that
+    config, made once at launch, to every page load, so without this each page first showed the line of start-up
+    ("Reading the collection to index…") until its timer ticked 2 s later, even long after indexing ended. The page
+    load's own event (`build`) then refreshes it within the same second while indexing goes on."""
+    parts = _STATUS.get(demo)
+    config = getattr(demo, "config", None)
+    if parts is None or not isinstance(config, dict):
+        return
+    progress, timer = parts
+    wanted: dict[int, dict[str, Any]] = {progress._id: {"value": indexing_line(engine)},
+                                         timer._id: {"active": engine.indexing.running}}
+    for component in config.get("components", []):
+        for key, value in wanted.get(component.get("id"), {}).items():
+            component.setdefault("props", {})[key] = value
+
+
+def keep_status_published(demo: gr.Blocks, engine: Engine, ingest: threading.Thread, every: float = 1.0) -> None:
+    """`publish_status` every `every` seconds while the background `ingest` runs, and once when it has ended."""
+    def run() -> None:
+        while ingest.is_alive():
+            publish_status(demo, engine)
+            ingest.join(every)
+        publish_status(demo, engine)
+
+    threading.Thread(target=run, name="indexing-status", daemon=True).start()
+
+
 def indexing_line(engine: Engine) -> str:
     """The line above the chat while the collection is indexed in the background, and once it is done."""
     state = engine.indexing
@@ -99,7 +133,7 @@ def indexing_line(engine: Engine) -> str:
     if state.failed:
         return f"*{inert(_without_paths(state.summary, engine.settings))}*"
     if state.summary:
-        return f"*{len(engine.retriever.state.papers):,} papers indexed.*"
+        return f"*{paper_count(engine.retriever.state.papers)} indexed.*"
     return ""
 
 
@@ -281,9 +315,11 @@ class ChatApp:
             self.rated.add(key)
         gr.Info("Thanks, feedback saved.", duration=3)
 
-    def add_papers(self, files: list | None, request: gr.Request | None = None):
+    def add_papers(self, files: list | None, request: gr.Request | None = None,
+                   progress: gr.Progress = gr.Progress()):  # noqa: B008  (Gradio's way to ask for the progress bar)
         """Ingest uploaded files like `rag ingest`; the report names the uploaded files, not server paths. At most
-        UPLOADS_PER_SESSION_HOUR uploads per browser session and UPLOADS_PER_HOUR in all per hour."""
+        UPLOADS_PER_SESSION_HOUR uploads per browser session and UPLOADS_PER_HOUR in all per hour. While it runs,
+        the report's place shows how far the embedding is, updated per batch ("Embedding 64 of 150 papers")."""
         engine = self.engine
         paths = [Path(getattr(f, "name", f)) for f in files or []]
         if not paths:
@@ -295,7 +331,12 @@ class ChatApp:
         if wait:
             return wait, indexing_line(engine)
         try:
-            stats = engine.ingest(paths, upload=True)  # adds and updates its own papers, never others'
+            def embedding(done: int, todo: int) -> None:
+                if todo:
+                    progress(done / todo, desc=f"Embedding {done:,} of {todo:,} papers")
+
+            progress(0, desc="Reading the files")
+            stats = engine.ingest(paths, upload=True, progress=embedding)  # its own papers, never others'
         except Exception as exc:
             return inert(public_message(exc, self.settings)), indexing_line(engine)
         names = {str(p): p.name for p in paths}
@@ -398,7 +439,7 @@ def build(engine: Engine) -> gr.Blocks:
                 with gr.Row(elem_id="chips"):  # filters the last question's words set; a click asks without it
                     chips = [gr.Button("", size="sm", visible=False, elem_id=f"chip-{kind}", elem_classes="chip")
                              for kind in QUESTION_FILTERS]
-                with gr.Row():
+                with gr.Row(elem_id="ask-row"):  # first on a phone (rag.web.render.CSS)
                     box = gr.Textbox(placeholder="Ask about the papers…", show_label=False, scale=6,
                                      elem_id="question", max_length=100_000, submit_btn=False)
                     send = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
@@ -452,10 +493,19 @@ def build(engine: Engine) -> gr.Blocks:
         gr.api(app.topics_api, api_name="topics", concurrency_limit=settings.concurrency)
         for control in (decisions.change, author.change):
             control(**map_state)
-        upload.upload(app.add_papers, [upload], [added, progress], api_visibility="private", concurrency_limit=1)
+        # The report (and the progress while embedding) is under the buttons, below the fold of a laptop's screen:
+        # brought into view when the upload starts and when it ends.
+        into_view = "() => { document.querySelector('#added')?.scrollIntoView({block: 'center'}); }"
+        upload.upload(None, None, None, js=into_view)
+        upload.upload(app.add_papers, [upload], [added, progress], api_visibility="private", concurrency_limit=1
+                      ).then(None, None, None, js=into_view)
         timer = gr.Timer(2.0, active=engine.indexing.running)
-        timer.tick(lambda: (indexing_line(engine), gr.Timer(active=engine.indexing.running)), None,
-                   [progress, timer], api_visibility="private", show_progress="hidden")
+        status: dict[str, Any] = dict(fn=lambda: (indexing_line(engine), gr.Timer(active=engine.indexing.running)),
+                                      inputs=None, outputs=[progress, timer], api_visibility="private",
+                                      show_progress="hidden")
+        timer.tick(**status)
+        demo.load(**status)  # the line as it is when the page loads (its config may be a second old)
+    _STATUS[demo] = (progress, timer)
     return demo
 
 
@@ -502,8 +552,9 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
     `block=False` returns at once (tests)."""
     load_sentence_splitter()  # before any worker thread (rag.text: nltk's import is not thread-safe)
     engine.retriever  # load the embedder and index now, not on the first question
+    ingest = None
     if background:
-        engine.index_in_background(background)
+        ingest = engine.index_in_background(background, report=lambda line: print(line, flush=True))
     elif engine.is_empty():
         print(f"warning: the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first, or add "
               "papers on the page", flush=True)
@@ -523,6 +574,8 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
                     footer_links=["api"], max_file_size=MAX_UPLOAD,
                     app_kwargs={"middleware": [Middleware(Guard, hosts=allowed_hosts(engine.settings.host,
                                                                                       engine.settings.allowed_hosts))]})
+    if ingest is not None:
+        keep_status_published(demo, engine, ingest)
     if block:
         print(f"Serving on http://{engine.settings.host}:{engine.settings.port} (Ctrl-C to stop)", flush=True)
         demo.block_thread()

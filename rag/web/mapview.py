@@ -23,6 +23,7 @@ import gradio as gr
 
 from rag.errors import RagError, one_line
 from rag.explore.topicmap import kind, topic_map
+from rag.store.index import paper_count
 from rag.text import strip_bidi
 from rag.web.render import paper_card, plain
 
@@ -35,7 +36,10 @@ MAP_CSS = """
 .map-plot circle {stroke: none; cursor: pointer; opacity: 0.8;}
 .map-plot circle.dim {fill: #c8c8c8 !important; opacity: 0.3;}
 .map-plot circle.hl {stroke: #111; stroke-width: 3; opacity: 1;}
-.map-hover {font-size: 0.9em; min-height: 1.4em; font-style: italic;}
+/* One line always: a long title wrapping on a phone pushed the map down between a tap and its click, which then
+   landed beside the point. */
+.map-hover {font-size: 0.9em; height: 1.4em; font-style: italic; white-space: nowrap; overflow: hidden;
+            text-overflow: ellipsis;}
 .map-status {font-size: 0.9em; opacity: 0.8;}
 .map-legend {display: flex; flex-wrap: wrap; gap: 4px 12px; font-size: 0.8em; margin: 6px 0;}
 .map-legend span.sw {display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 4px;}
@@ -77,11 +81,18 @@ function apply() {
   const cy = Math.min(Math.max((y0 + y1) / 2, side / 2 - 20), 1020 - side / 2);
   zoom(`${cx - side / 2} ${cy - side / 2} ${side} ${side}`, side / 1040);
 }
+// On a touch screen or a narrow one a point is at least TOUCH_PX across on the screen, whatever the map's width:
+// 6 units of a 1040-unit map drawn 360 px wide were 2 px, too small to tap.
+const TOUCH_PX = 12;
+const TOUCH = window.matchMedia('(pointer: coarse), (max-width: 640px)');
 function zoom(box, scale) {  // points grow less than the view: zoomed in, they spread apart
   svg.setAttribute('viewBox', box);
-  const r = (6 * Math.sqrt(scale)).toFixed(2), ring = (3 * Math.sqrt(scale)).toFixed(2);
+  const width = svg.getBoundingClientRect().width;
+  const least = TOUCH.matches && width > 0 ? (TOUCH_PX / 2) * (1040 * scale) / width : 0;  // in map units
+  const r = Math.max(6 * Math.sqrt(scale), least).toFixed(2), ring = (3 * Math.sqrt(scale)).toFixed(2);
   for (const c of byId.values()) { c.setAttribute('r', r); c.style.strokeWidth = ring; }
 }
+window.addEventListener('resize', () => apply());
 function draw(data) {
   if (!data || data.error) { status.textContent = (data && data.error) || 'The map is not available.'; return; }
   svg.replaceChildren();
@@ -110,7 +121,7 @@ function draw(data) {
     item.appendChild(document.createTextNode(`${t.n}. ${t.label} (${t.size})`));
     legend.appendChild(item);
   });
-  status.textContent = `${data.id.length} papers in ${data.topics.length} topics. Hover over a point for its ` +
+  status.textContent = `${data.counted} in ${data.topics.length} topics. Hover over a point for its ` +
     'title, click it for its card. The latest answer\'s papers are ringed; the filters grey out the rest.';
   apply();
 }
@@ -161,7 +172,9 @@ class MapPanel:
         # "— topic n" after it in the hover line.
         titles = {p.paper_id: strip_bidi(plain(p.title or p.label)) for p in self.engine.retriever.state.papers}
         labels = {t.n: strip_bidi(t.label) for t in tmap.topics}
-        return {"id": tmap.paper_ids, "x": [p[0] for p in tmap.xy], "y": [p[1] for p in tmap.xy],
+        on_map = set(tmap.paper_ids)
+        counted = paper_count([p for p in self.engine.retriever.state.papers if p.paper_id in on_map])
+        return {"id": tmap.paper_ids, "counted": counted, "x": [p[0] for p in tmap.xy], "y": [p[1] for p in tmap.xy],
                 "topic": tmap.topic,
                 "title": [f"{titles.get(pid, pid)} — topic {n}: {labels.get(n, '')}"
                           for pid, n in zip(tmap.paper_ids, tmap.topic)],

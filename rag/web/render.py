@@ -44,6 +44,16 @@ sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
 .src-related > summary {cursor: pointer; font-size: 0.85em;}
 .rel-card {border: 1px solid var(--border-color-primary); border-radius: 8px; margin: 6px 0; padding: 6px 8px;
            font-size: 0.92em;}
+/* The outcome of an answer (rag.web.render.outcome_badge): one look each, so "unsure" and "not covered" are
+   never mistaken for an answer. */
+.outcome {display: inline-block; font-size: 0.8em; font-weight: 600; padding: 1px 8px; border-radius: 10px;
+          border: 1px solid currentColor;}
+.outcome-answered {color: #047857; opacity: 0.8;}
+.outcome-unsure {color: #92400e; background: #fef3c7;}
+.outcome-not_covered {color: #991b1b; background: #fee2e2;}
+.src-score {font-style: italic;}
+/* A phone (390 px wide): the question box first, above the 560 px chat, so it is on the first screen. */
+@media (max-width: 640px) {#ask-row {order: -1;}}
 /* Toasts ("feedback saved") at the bottom left, away from the source cards on the right. */
 .toast-wrap {top: auto !important; bottom: var(--size-4) !important; left: var(--size-3) !important;
              right: auto !important; align-items: flex-start !important;}
@@ -110,7 +120,8 @@ def source_cards(answer: dict, turn: int, related: dict[str, list[dict]] | None 
     `related`: each paper's nearest papers (`rag.explore.related`), listed under its card's "Related"."""
     cited = {c["n"] for c in answer["citations"]}
     ordered = sorted(answer["sources"], key=lambda s: (s["n"] not in cited, s["n"]))
-    cards = [_card(s, turn, answer["question"], s["n"] in cited, (related or {}).get(s["paper_id"]))
+    outcome = answer.get("outcome") or ("not_covered" if answer.get("abstained") else "answered")
+    cards = [_card(s, turn, answer["question"], s["n"] in cited, (related or {}).get(s["paper_id"]), outcome)
              for s in ordered]
     html_out = ""
     for start in reversed(range(CARDS_PER_PAGE, len(cards), CARDS_PER_PAGE)):  # innermost page first
@@ -145,7 +156,19 @@ def paper_card(p: dict, related: list[dict] | None = None) -> str:
             f'<div class="src-meta">{_authors(p)}{link}{score}</div>{body}</div>{related_list(related)}')
 
 
-def _card(s: dict, turn: int, question: str, cited: bool, related: list[dict] | None = None) -> str:
+def _score(score: float, outcome: str) -> str:
+    """What a card says of its paper's score: the fused retrieval score, scaled so that the best paper of every
+    search has 1.00. Next to an answer that is unsure or not covered a bare "1.00" read as certainty (issue 29), so
+    there it says what the number is."""
+    if outcome == "answered":
+        return f"score {score:.2f}"
+    return (f'<span class="src-score" title="how well this paper matches the words of the question, relative to the '
+            f'best match; it does not say that the paper answers it">match {score:.2f} (retrieval, not an answer)'
+            "</span>")
+
+
+def _card(s: dict, turn: int, question: str, cited: bool, related: list[dict] | None = None,
+          outcome: str = "answered") -> str:
     link = _openreview(s["url"])
     if s.get("has_abstract", True):
         body = (("" if s["has_title"] else _preview(s["text"]))
@@ -155,7 +178,8 @@ def _card(s: dict, turn: int, question: str, cited: bool, related: list[dict] | 
     return (f'<div class="src-card" id="src-{turn}-{s["n"]}">'
             f'<div class="src-head"><span class="src-n">[{s["n"]}]</span>'
             f'<span class="src-title">{_esc(plain(s["title"]))}</span>{_badge(s["decision"])}</div>'
-            f'<div class="src-meta">{_authors(s)}{link} · score {s["score"]:.2f}{" · cited" if cited else ""}</div>'
+            f'<div class="src-meta">{_authors(s)}{link} · {_score(s["score"], outcome)}'
+            f'{(" · cited" if outcome == "answered" else " · cited as closest") if cited else ""}</div>'
             f"{body}</div>{related_list(related)}")
 
 
@@ -221,7 +245,8 @@ def answer_markdown(answer: dict, turn: int) -> str:
         _marked(answer["answer"], answer.get("unsupported") or [], _own_markers(answer)))
     text = text.replace(_OPEN, "&#91;").replace(_CLOSE, "&#93;")
     text = text.replace("\n\n", "\x00").replace("\n", "  \n").replace("\x00", "\n\n")  # list lines stay lines
-    parts = [f"*{inert(n)}*" for n in answer["notices"]]
+    parts = [outcome_badge(answer)]
+    parts += [f"*{inert(n)}*" for n in answer["notices"]]
     parts.append(text)
     searched = search_line(answer)
     if searched:
@@ -237,6 +262,18 @@ def answer_markdown(answer: dict, turn: int) -> str:
                      "(a number, a name or a claim not found in their abstracts): check it there.</sub>")
     parts.append(f"<sub>{inert(footer(answer))}</sub>")
     return "\n\n".join(parts)
+
+
+# The label on each answer, by `Answer.outcome`: its class gives each outcome its look (CSS above).
+OUTCOME_LABELS = {"answered": "Answered from the papers", "unsure": "Unsure: no paper clearly answers this",
+                  "not_covered": "Not covered by the collection"}
+
+
+def outcome_badge(answer: dict) -> str:
+    """The answer's outcome as a label with a class of its own (`outcome-answered`, `outcome-unsure`,
+    `outcome-not_covered`); an answer recorded before outcomes existed reads as `abstained` said."""
+    outcome = answer.get("outcome") or ("not_covered" if answer.get("abstained") else "answered")
+    return f'<span class="outcome outcome-{outcome}">{OUTCOME_LABELS.get(outcome, outcome)}</span>'
 
 
 def search_line(answer: dict) -> str:
@@ -337,23 +374,51 @@ def footer(answer: dict) -> str:
         bits.append(money(answer["cost_usd"]))
     if answer["abstained"]:
         bits.append("not covered by the collection")
+    elif answer.get("outcome") == "unsure":
+        bits.append("unsure: the closest papers, none clearly answering")
     return " · ".join(bits)
 
 
+# The export is read as text as often as it is rendered (pasted into a mail or a notes app), so it is not `inert`'s
+# character references ("Accept &#40;Oral&#41;"): a backslash goes only before what Markdown would read as markup.
+# Inline: the characters that open emphasis, code, links, images, raw HTML, entities, strikethrough and table cells
+# (backslash, `` ` * _ [ ] < & ~ | ``; `!` is harmless once `[` is escaped); GitHub's autolinks ("https://", "www.",
+# "a@b.c"), broken by one backslash each. At a line's start: headings, quotes, lists, rules and setext underlines
+# (`# > - + = 1.`); leading spaces, which would make an indented code block, go. CommonMark shows every
+# backslash-escaped punctuation character as itself, so the rendered export reads exactly as the text.
+_MD_INLINE = re.compile(r"[\\`*_\[\]<~|]|&(?=#?\w+;)")
+_MD_AUTOLINK = re.compile(r"(?i)(?<=https)(?=://)|(?<=http)(?=://)|(?<=\bwww)(?=\.)|(?<=\w)(?=@\w)")
+_MD_LINE_START = re.compile(r"^[ \t]*(?:([#>+=-])|(\d{1,9})([.)]))", re.MULTILINE)
+
+
+def md_text(text: str) -> str:
+    """`text` as Markdown that renders as `text` and reads as it when not rendered: plain, with a backslash only
+    before what Markdown would take for markup, nothing live (no HTML, link, image or autolink)."""
+    text = str(text).translate(_BIDI)
+    text = _MD_INLINE.sub(lambda m: "\\" + m.group(0), text)
+    text = _MD_AUTOLINK.sub(lambda m: "\\", text)
+    text = re.sub(r"(?m)^[ \t]+", "", text)
+    return _MD_LINE_START.sub(lambda m: "\\" + m.group(1) if m.group(1) else f"{m.group(2)}\\{m.group(3)}", text)
+
+
+_MD_CITED = re.compile(r"\\\[(\d+(?:, \d+)*)\\\]")
+
+
 def export_markdown(answers: list[dict]) -> str:
-    """The conversation as Markdown. Every text from a paper, a model or the user goes through `inert`, so a
-    Markdown viewer shows `<script>` or `[x](http://...)` in an abstract as text; only the sources' own
-    OpenReview links are live."""
+    """The conversation as Markdown, readable as plain text too. Every text from a paper, a model or the user goes
+    through `md_text`, so a Markdown viewer shows `<script>` or `[x](http://...)` in an abstract as text; only the
+    app's own [n] markers and the sources' own links are its markup."""
     lines = ["# Conversation", ""]
     for i, a in enumerate(answers, start=1):
-        lines += [f"## Q{i}: {inert(a['question'])}", "", _CITED.sub(r"[\1]", inert(plain(a["answer"]))), ""]
+        question = " ".join(str(a["question"]).split())  # one heading line
+        lines += [f"## Q{i}: {md_text(question)}", "", _MD_CITED.sub(r"[\1]", md_text(plain(a["answer"]))), ""]
         shown = a["sources"] if a["abstained"] else a["citations"]
         if shown:
             lines.append("Nearest papers:" if a["abstained"] else "Sources:")
         for s in shown:
-            meta = ", ".join(x for x in (inert(s["decision"]), _link(s["url"])) if x)
-            lines.append(f"- [{s['n']}] {inert(plain(s['title']))}" + (f" ({meta})" if meta else ""))
-        lines += ["", f"_{inert(footer(a))}_", ""]
+            meta = ", ".join(x for x in (md_text(s["decision"]), _link(s["url"])) if x)
+            lines.append(f"- [{s['n']}] {md_text(plain(s['title']))}" + (f" ({meta})" if meta else ""))
+        lines += ["", f"_{md_text(footer(a))}_", ""]
     return "\n".join(lines)
 
 

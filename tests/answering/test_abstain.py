@@ -11,7 +11,7 @@ from helpers import ROOT
 
 from rag.search.retrieve import RetrievalParams
 from rag.answering import abstain
-from rag.answering.extractive import should_abstain
+from rag.answering.extractive import decide, should_abstain
 from rag.evaluation.harness import load_questions, run
 
 
@@ -52,7 +52,10 @@ def test_gate_refuses_an_absent_topic_and_answers_a_covered_one(seed_engine):
     off = settings.model_copy(update={"abstain_model_threshold": 1.01, "abstain_threshold": -1.0})
     only_model = settings.model_copy(update={"abstain_threshold": -1.0})
     assert should_abstain(at_scale["absent"], only_model) and not should_abstain(at_scale["absent"], off)
-    assert not should_abstain(at_scale["covered"], only_model)
+    # Three outcomes (`decide`): the absent topic is beyond the higher cut point; the covered question is not, and a
+    # seed retrieval dressed up as 2,114 papers' reads its rare terms wrongly, so it may be "unsure", never refused.
+    assert decide(at_scale["absent"], only_model) == "not_covered" and decide(at_scale["absent"], off) == "answered"
+    assert decide(at_scale["covered"], only_model) in ("answered", "unsure")
 
 
 def test_eval_reports_each_set_with_the_baselines(seed_engine, tmp_path):

@@ -352,6 +352,54 @@ def test_an_answer_says_when_no_paper_mentions_a_name_the_question_uses(seed_eng
     assert refused.abstained and "No paper in the list mentions “ZephyrineNet”." in refused.notices
 
 
+def _one_paper(abstract: str, scored: list[tuple[str, float]], question: str):
+    import numpy as np
+
+    from rag.answering.records import sources_from
+    from rag.search.retrieve import Hit, Retrieval, ScoredSentence
+    from rag.store.index import StoredPaper
+
+    paper = StoredPaper("p", abstract, "Paper", "Paper", (), "Accept (Poster)", "", "", 2025, "", "p")
+    retrieval = Retrieval(question, [Hit(paper, 1.0, 0.5, 3.0)], np.zeros(3),
+                          sentences=[ScoredSentence(text, score, 0) for text, score in scored])
+    return retrieval, sources_from(retrieval)
+
+
+def test_a_sentence_is_quoted_once_in_an_answer():
+    """A one-paper answer with no "we propose" sentence is its best sentences re-scored (`explain.ranked`), then
+    the sentence holding the asked result joins them: it was compared with its re-scored copy, found "missing",
+    and quoted a second time."""
+    from rag.answering.extractive import explain
+
+    sentences = ["Sparse autoencoders are costly to train.", "Our experiments show training is 5x faster.",
+                 "The dictionary has 1M features."]
+    retrieval, sources = _one_paper(" ".join(sentences), [(sentences[1], 0.62), (sentences[0], 0.40),
+                                                          (sentences[2], 0.35)], "What results does it report?")
+    text, cited = explain(retrieval, sources, Settings())
+    assert cited == [1] and text.count("Our experiments show training is 5x faster [1].") == 1, text
+
+
+def test_a_list_number_is_not_taken_for_a_sentence_end():
+    """AutoG's abstract (bundled) lists "two critical challenges: 1. The absence of ..., and 2. Existing ...": its
+    stored sentences, and so an answer quoting them, once ended at "challenges: 1." ("... challenges: 1 [1].")."""
+    from rag.answering.extractive import explain
+    from rag.store.catalog import BUNDLED
+    from rag.store.ingest import read_paths
+    from rag.text import split_sentences
+
+    autog = next(p for p in read_paths(BUNDLED[:1]).papers if p.paper_id == "hovDbX4Gh6")
+    sentences = split_sentences(autog.abstract)
+    challenge = next(s for s in sentences if "two critical challenges" in s)
+    assert challenge.startswith("We identify two critical challenges to achieve this goal: 1. The absence of")
+    assert not any(re.search(r"(?:^|[:;])\s*\d\.$", s) for s in sentences), sentences
+    # A sentence that ends with a number still ends there.
+    assert split_sentences("We improve accuracy by 12. The method is simple.") == [
+        "We improve accuracy by 12.", "The method is simple."]
+    retrieval, sources = _one_paper(autog.abstract, [(challenge, 0.7)], "What challenges does AutoG identify?")
+    text, _ = explain(retrieval, sources, Settings())
+    assert "challenges to achieve this goal: 1. The absence of" in text and ": 1 [1]" not in text, text
+
+
 def test_how_many_words_beside_the_refusal_phrase_still_refuse_is_the_policys():
     """`AnswerPolicy.refusal_extra_words` (12) decides whether an uncited LLM answer holding the refusal phrase is an
     abstention: a polite sentence around it is, SmolLM2's junk around it is not."""

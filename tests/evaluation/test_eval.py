@@ -54,8 +54,13 @@ def test_rag_eval_compares_configurations_in_one_run_and_writes_the_report(small
     assert re.search(r"^related papers: over 4 multi-paper questions, \d\.\d{3} of the other gold papers",
                      run.stdout, re.M), run.stdout
     report = json.loads((tmp_path / "reports" / "small.json").read_text())
-    md = (tmp_path / "reports" / "small.md").read_text()  # LLM mode: the metrics table and the LLM table
-    assert md.count("| hybrid LLM |") == 2 if answers == "llm" else md.count("| hybrid |") == 1
+    # The metrics table, the outcomes table (answered / unsure / not covered) and, in LLM mode, the LLM table.
+    md = (tmp_path / "reports" / "small.md").read_text()
+    assert md.count("| hybrid LLM |") == 3 if answers == "llm" else md.count("| hybrid |") == 2
+    assert "| config | answerable_answered | answerable_unsure | answerable_not_covered | none_answered |" in md
+    summary = report["results"]["hybrid LLM" if answers == "llm" else "hybrid"]["summary"]
+    assert summary["none_not_covered"] == summary["abstention_on_none"]  # over the seeds: no unsure (< 1,000 papers)
+    assert summary["answerable_unsure"] == 0.0 and summary["answerable_not_covered"] == summary["false_refusal"]
     assert (tmp_path / "reports" / "small.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report["meta"]["papers"] == 38 and report["meta"]["questions"] == len(picked) == 16
     hybrid = report["results"]["hybrid LLM" if answers == "llm" else "hybrid"]

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from rag.query.intent import parse
 from rag.explore.related import PaperNotFound, explorer, find_paper
+from rag.store.index import StoredPaper
 from rag.explore.topicmap import build, fingerprint, label_terms, map_path, topic_map
 from rag.evaluation.harness import related_recall
 from rag.web.mapview import MapPanel
@@ -55,6 +56,31 @@ def test_a_paper_is_found_by_id_title_or_a_unique_part_of_its_title(seed_engine)
         find_paper(papers, "models")
     with pytest.raises(PaperNotFound, match="k must be a whole number from 1 to 50"):
         seed_engine.related(SAE_ID, 0)
+
+
+def _bundled_papers() -> list[StoredPaper]:
+    """The whole bundled list (rag/data), as the store would hold it."""
+    from rag.store.catalog import BUNDLED
+    from rag.store.ingest import read_paths
+
+    return [StoredPaper(p.paper_id, p.abstract, p.title, p.label, p.authors, p.decision, p.venue, p.url, p.year,
+                        p.source, p.content_hash, has_abstract=p.has_abstract) for p in read_paths(BUNDLED).papers]
+
+
+def test_a_name_matches_whole_words_and_is_found_in_the_abstract_when_no_title_has_it():
+    papers = _bundled_papers()
+    assert len(papers) == 3706
+    # "TEAL" is inside "sTEALthy" and "STEALing" of three titles, and named only in the abstract of its own paper.
+    assert sum("teal" in p.title.casefold() for p in papers) == 3
+    assert find_paper(papers, "TEAL").paper_id == "dGVZwyq5tV"
+    assert find_paper(papers, "teal").paper_id == "dGVZwyq5tV"  # no other abstract has the word, in any case
+    # A title's whole words still win over abstracts; part of a word is no longer a match.
+    assert find_paper(papers, "Training-Free Activation Sparsity").paper_id == "dGVZwyq5tV"
+    with pytest.raises(PaperNotFound, match=r"[2-9] papers have 'stealthy' in their title"):
+        find_paper(papers, "stealthy")
+    # A name several abstracts give as typed: listed, the one naming it most often first.
+    with pytest.raises(PaperNotFound, match=r"no title has 'SHAP'; \d+ abstracts do, e\.g\. \w+"):
+        find_paper(papers, "SHAP")
 
 
 def test_rag_related_and_rag_topics_on_the_command_line(seed_engine):
@@ -215,3 +241,77 @@ def test_the_map_is_built_again_in_the_background_when_the_indexing_ends(tmp_pat
     assert not thread.is_alive()
     stored = TopicMap.from_json(map_path(engine.settings).read_text(encoding="utf-8"))
     assert len(stored.paper_ids) == engine.index.count() == 46  # built for the whole list, before anyone asked
+
+
+def test_wherever_the_count_is_shown_it_says_how_many_are_title_only_and_what_that_means(tmp_path):
+    """The map and the README said 2,114 papers, the page 3,706: the 1,592 title-only papers were nowhere
+    explained. Each count now says how many are title-only and what that means."""
+    from helpers import DATA, SEEDS
+
+    from rag.config import Settings
+    from rag.engine import Engine
+    from rag.web.app import indexing_line
+
+    engine = Engine(Settings(data_dir=tmp_path / "index"))
+    engine.ingest([SEEDS])
+    engine.index_in_background([DATA / "papers_title_only.jsonl"]).join(120)
+    means = "2 of them title-only: found by title and authors, with no abstract to answer from"
+    assert indexing_line(engine) == f"*40 papers ({means}) indexed.*"
+    assert MapPanel(engine).map_points()["counted"] == f"40 papers ({means})"
+    runner = CliRunner()
+    stats = runner.invoke(main, ["stats", "--data-dir", str(tmp_path / "index")])
+    assert f"papers      40\n            ({means})\n" in stats.output, stats.output
+    assert json.loads(runner.invoke(main, ["stats", "--json", "--data-dir", str(tmp_path / "index")]).output)[
+        "title_only"] == 2
+    topics = runner.invoke(main, ["topics", "--data-dir", str(tmp_path / "index")])
+    assert topics.output.startswith(f"40 papers ({means}) in 8 topics"), topics.output
+
+
+def test_adding_a_few_papers_keeps_every_topic_and_its_name(tmp_path):
+    """Adding 4 papers once renumbered and renamed all the topics (a new KMeans and t-SNE over everything). While
+    the additions are at most STABLE_SHARE of the map's last full build, the map is extended: each new paper joins
+    its nearest topic, and every topic keeps its number, name and the places of its papers."""
+    from helpers import DATA, SEEDS, seed_paragraphs
+
+    from rag.config import Settings
+    from rag.engine import Engine
+    from rag.explore.topicmap import STABLE_SHARE
+
+    engine = Engine(Settings(data_dir=tmp_path / "index"))
+    engine.ingest([SEEDS, DATA / "papers_small.jsonl"])
+    before = engine.topics()
+    assert len(before.paper_ids) == 46 and before.built == 46 and len(before.topics) == 9
+    place = dict(zip(before.paper_ids, zip(before.xy, before.topic)))
+    sae = seed_paragraphs("000_99312b63f56aee43.txt")
+    own = tmp_path / "own.jsonl"
+    own.write_text("".join(json.dumps({"id": f"own-{i}", "title": f"Own paper {i}",
+                                       "abstract": f"In our own words, number {i}: {sae[i]}"}) + "\n"
+                           for i in range(4)))
+    engine.ingest([own])
+    after = engine.topics()
+    assert after.key != before.key and len(after.paper_ids) == 50 and 4 <= STABLE_SHARE * 46
+    assert [(t.n, t.label, t.terms) for t in after.topics] == [(t.n, t.label, t.terms) for t in before.topics]
+    assert all(place[pid] == (xy, topic) for pid, xy, topic in zip(after.paper_ids, after.xy, after.topic)
+               if pid in place)
+    assert sum(t.size for t in after.topics) == 50
+    # Each new paper is in the topic of the seed paper whose abstract it restates.
+    topic_of = dict(zip(after.paper_ids, after.topic))
+    seeds = {p.abstract: p.paper_id for p in engine.retriever.state.papers}
+    assert [topic_of[f"own-{i}"] for i in range(4)] == [topic_of[seeds[sae[i]]] for i in range(4)]
+    # Many more: built anew over everything.
+    more = tmp_path / "more.jsonl"
+    more.write_text("".join(json.dumps({"id": f"more-{i}", "title": f"More {i}",
+                                        "abstract": f"Restated, number {i}: {sae[i + 4]}"}) + "\n"
+                            for i in range(6)))
+    engine.ingest([more])
+    rebuilt = engine.topics()
+    assert rebuilt.built == 56 and rebuilt.drift == 0
+
+
+def test_topic_names_leave_out_words_every_machine_learning_paper_uses():
+    docs = ["deep neural networks for graphs: graph neural networks pass messages between graph nodes",
+            "deep neural networks for images: diffusion models denoise images",
+            "deep neural networks for agents: reinforcement learning agents learn a policy from rewards"]
+    labels = label_terms(docs)
+    assert not {w for terms in labels for term in terms for w in term.split()} & {"deep", "neural", "networks"}
+    assert "graph" in " ".join(labels[0]) and "diffusion" in " ".join(labels[1]) and "policy" in " ".join(labels[2])

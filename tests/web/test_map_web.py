@@ -159,3 +159,30 @@ def test_the_topics_api_answers_like_rag_topics_and_gives_the_map_on_request(app
     assert mapped["topics"] == got["topics"]
     for bad in ("abc", 1_000_000_000, {"x": 1}):
         assert "points must be true or false" in str(call_api(base, "topics", [bad])["error"])
+
+
+def test_on_a_phone_the_question_box_is_on_the_first_screen_and_map_points_can_be_tapped(page, app):
+    """On a 390x844 phone the box was below the 560 px chat, at the bottom of the first screen or past it (behind
+    the keyboard once tapped), and a map point was 3 px across (6 units of a 1040-unit map drawn 360 px wide)."""
+    phone = page.context.browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True,
+                                             has_touch=True, device_scale_factor=3)  # the module's browser
+    try:
+        screen = phone.new_page()
+        screen.goto(app[0] + "/")
+        screen.wait_for_function("document.querySelectorAll('#map circle').length > 30", timeout=60_000)
+        box = screen.evaluate("(() => { const r = document.querySelector('#question textarea')"
+                              ".getBoundingClientRect(); return [r.top, r.bottom, r.width]; })()")
+        # On the first screen, and in its upper half: the on-screen keyboard covers the lower one.
+        assert 0 <= box[0] and box[1] <= 844 / 2 and box[2] > 150, box
+        assert screen.evaluate("window.scrollY") == 0
+        screen.locator("#map .map-plot").scroll_into_view_if_needed()
+        sizes = screen.evaluate("[...document.querySelectorAll('#map circle')].map((c) => "
+                                "c.getBoundingClientRect().width)")
+        assert min(sizes) >= 10, min(sizes)
+        point = screen.locator(f'#map circle[data-paper="{SAE_ID}"]')
+        point.evaluate("(c) => c.parentNode.appendChild(c)")  # on top of its neighbours, now bigger
+        point.tap()  # a real touch at the point's centre (its hover line must not move the map meanwhile)
+        screen.wait_for_function("document.querySelector('#map .map-card .src-title')", timeout=30_000)
+        assert screen.locator("#map .map-card .src-title").first.inner_text() == SAE_TITLE
+    finally:
+        phone.close()

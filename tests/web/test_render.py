@@ -69,3 +69,38 @@ def test_only_the_apps_own_citation_markers_link_to_cards():
     # A number no citation has is never a link, whatever the mode.
     md = answer_markdown(answer("Tusks sense salt [1] and depth [7].", sources, [1], mode="llm"), 0)
     assert re.findall(r'<a href="#src-0-(\d+)">', md) == ["1"] and "&#91;7&#93;" in md
+
+
+def test_the_markdown_export_is_plain_text_and_renders_as_that_text_with_nothing_live():
+    """The export once spelled "Accept (Oral)" as "Accept &#40;Oral&#41;": unreadable pasted as text. It is plain
+    text now, with a backslash only before Markdown's own markup; rendered (markdown-it, CommonMark with GitHub's
+    tables and strikethrough) it shows exactly the text, and nothing in it is HTML, a link or an image."""
+    import html
+
+    from markdown_it import MarkdownIt
+
+    from rag.web.render import export_markdown, plain
+
+    said = "Time-MoE (2.4B parameters): sparse mixture-of-experts - scales well [1]."
+    hostile = ('<script>window.__pwned = 1</script> [x](http://evil.example) ![i](http://evil.example/i.png) '
+               '**bold** `code` ~~gone~~ a|b &amp; see https://evil.example or www.evil.example or a@evil.example')
+    lines = ["# Not a heading", "> not a quote", "- not a list", "1. not a numbered list", "    not code", "==="]
+    record = answer(f"{said}\n\n{hostile} [2].\n" + "\n".join(lines),
+                    [source(1, title="Time-MoE: Billion-Scale Time Series Foundation Models",
+                            decision="Accept (Oral)"), source(2, title="<b>Evil</b> *title*")], [1, 2])
+    record["question"] = "What is Time-MoE (the model): does it scale?"
+    md = export_markdown([record])
+    assert "&#" not in md
+    assert "## Q1: What is Time-MoE (the model): does it scale?" in md
+    assert said in md  # ( : - as typed, and the app's own [1]
+    assert "- [1] Time-MoE: Billion-Scale Time Series Foundation Models (Accept (Oral), " \
+           "<https://openreview.net/forum?id=p1>)" in md
+    rendered = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(md)
+    assert re.findall(r"<(\w+)", rendered) and not {tag for tag in re.findall(r"<(\w+)", rendered)} - {
+        "h1", "h2", "p", "ul", "li", "em", "a"}, rendered
+    assert re.findall(r'<a href="([^"]+)"', rendered) == ["https://openreview.net/forum?id=p1",
+                                                          "https://openreview.net/forum?id=p2"]
+    text = html.unescape(re.sub(r"<[^>]+>", "", rendered))
+    # (`plain` shows TeX and **emphasis** of paper text as plain text, in the export as on the page)
+    assert said in text and f"{plain(hostile)} [2]." in text and "<b>Evil</b> title" in text
+    assert all(line.strip() in text for line in lines)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 import urllib.error
@@ -597,6 +598,107 @@ def test_the_page_shows_indexing_progress_and_adds_uploaded_papers(browser, tmp_
         page.close()
     finally:
         gate.set()
+        demo.close()
+
+
+# Every text the indexing line shows, in order, from the page's first paint (installed before the page's own
+# scripts); its Markdown only, not Gradio's status tracker beside it (hidden by CSS, which may not be loaded yet).
+RECORD_INDEXING_LINE = """
+window.__indexing = [];
+new MutationObserver(() => {
+  const line = document.querySelector('#indexing [data-testid=markdown]');
+  const text = line ? line.innerText.trim() : '';
+  if (text && window.__indexing[window.__indexing.length - 1] !== text) window.__indexing.push(text);
+}).observe(document, {subtree: true, childList: true, characterData: true});
+"""
+
+
+def test_a_page_loaded_after_indexing_first_shows_it_done_and_the_console_says_so(browser, tmp_path, capfd):
+    """Every page load once first showed the start-up line ("Reading the collection to index…") for 2 s, however
+    long ago indexing had ended; and the console of `rag serve` said nothing of the background indexing."""
+    from rag.web.app import launch
+
+    import threading
+
+    engine = Engine(Settings(data_dir=tmp_path / "index", port=free_port()), serving=True)
+    engine.ingest([SEEDS])
+    gate, upsert = threading.Event(), engine.index.upsert
+
+    def held(papers, files=(), progress=None):  # the background ingest is still running when the page is built
+        def step(done, todo):
+            progress(done, todo)
+            if done == 0:
+                gate.wait(60)
+        return upsert(papers, files=files, progress=step)
+
+    engine.index.upsert = held
+    demo = launch(engine, block=False, background=[DATA / "papers_small.jsonl"])
+    try:
+        assert engine.indexing.running
+        gate.set()
+        deadline = time.time() + 120
+        while engine.indexing.running and time.time() < deadline:
+            time.sleep(0.2)
+        assert not engine.indexing.running
+        time.sleep(1.5)  # the config is published once the ingest has ended (at most a second later)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_init_script(RECORD_INDEXING_LINE)
+        page = context.new_page()
+        page.goto(f"http://127.0.0.1:{engine.settings.port}/")
+        page.wait_for_selector("#question textarea")
+        page.wait_for_timeout(3000)  # past the old timer's first tick
+        seen = page.evaluate("window.__indexing")
+        assert seen == ["46 papers indexed."], seen[:12]
+        context.close()
+    finally:
+        gate.set()
+        demo.close()
+    console = capfd.readouterr().out
+    assert re.search(r"^Indexed 46 papers in \d+ s: added 8, .*\.$", console, re.M), console
+
+
+def test_adding_papers_shows_how_far_it_is_and_brings_the_report_into_view(browser, tmp_path, monkeypatch):
+    """The upload's "processing" never said how far it was, and its report appeared below the fold."""
+    import rag.store.index
+
+    from rag.web.app import launch
+
+    monkeypatch.setattr(rag.store.index, "INGEST_BATCH", 4)  # 12 papers: three batches, a progress line each
+    engine = Engine(Settings(data_dir=tmp_path / "index", port=free_port()), serving=True)
+    engine.ingest([SEEDS])
+    upload = tmp_path / "mine.jsonl"
+    upload.write_text("".join(json.dumps({"id": f"own-{i}", "title": f"Own paper {i}",
+                                          "abstract": f"Our own study number {i}: {text}"}) + "\n"
+                              for i, text in enumerate(seed_paragraphs("000_99312b63f56aee43.txt")[:12])))
+    demo = launch(engine, block=False)
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context.add_init_script("""
+window.__added = [];
+new MutationObserver(() => {
+  const shown = document.querySelector('#added');
+  const text = shown ? shown.innerText.trim() : '';
+  if (text && window.__added[window.__added.length - 1] !== text) window.__added.push(text);
+}).observe(document, {subtree: true, childList: true, characterData: true});
+""")
+        page = context.new_page()
+        page.goto(f"http://127.0.0.1:{engine.settings.port}/")
+        page.wait_for_selector("#question textarea")
+        assert page.evaluate("window.scrollY") == 0
+        with page.expect_file_chooser() as chooser:
+            page.click("#add-papers")
+        chooser.value.set_files(str(upload))
+        page.wait_for_function("document.querySelector('#added').innerText.includes('Added papers')",
+                               timeout=120_000)
+        assert "added 12" in page.inner_text("#added")
+        seen = " | ".join(page.evaluate("window.__added"))
+        assert "Embedding 4 of 12 papers" in seen or "Embedding 8 of 12 papers" in seen, seen
+        page.wait_for_timeout(500)
+        box = page.evaluate("(() => { const r = document.querySelector('#added').getBoundingClientRect(); "
+                            "return [r.top, r.bottom, window.innerHeight]; })()")
+        assert 0 <= box[0] and box[1] <= box[2], box  # the report is on the screen
+        context.close()
+    finally:
         demo.close()
 
 

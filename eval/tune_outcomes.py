@@ -1,0 +1,162 @@
+"""The two cut points of the three-outcome gate (rag/answering/abstain.py): chosen on DEV sets only, written into
+abstain_gate.json's "outcomes" entry with the sets and the figures that chose them.
+
+    python eval/tune_outcomes.py [--corpus rag/data/iclr2025.jsonl] [--dry-run] [--rows OUT.json]
+
+Each dev question is asked as `rag eval` asks it (`Engine.ask`, k = 10, a follow-up after its first turn), and the
+inputs of every outcome decision the app makes (`rag.answering.extractive.decide`: the gate's probability, whether
+the best sentence is below the confidence bar) are recorded; the cut points are then swept over those records,
+no question being asked twice. The choice minimises the cost over all dev questions, a false "not covered" on an
+answerable question costing more than an "unsure" (COSTS). The held-out sets (any *heldout* file) are refused:
+nothing is tuned on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rag.config import Settings  # noqa: E402
+from rag.answering import abstain, compose, extractive  # noqa: E402
+from rag.engine import Engine  # noqa: E402
+from rag.evaluation.harness import K, load_questions, matches  # noqa: E402
+
+QUESTIONS = ROOT / "eval" / "questions"
+# The dev sets: describe_dev (issue 29's researcher-worded set) and the old sets read or tuned on before
+# (eval/README.md). corpus_none_v4 and every *heldout* set stay out.
+DEV_SETS = ["describe_dev", "corpus_dev", "zh_dev", "types_dev", "corpus_none", "corpus_none_v2", "corpus_none_v3",
+            "corpus_figures"]
+# (answerable?, outcome) -> cost. A false "not covered" hides papers that answer; an "unsure" still cites the
+# closest, so it costs a third as much; an unanswerable question answered is as bad as a false "not covered", and an
+# "unsure" on it (the closest papers, labelled as not answering) costs little.
+COSTS = {(True, "answered"): 0.0, (True, "unsure"): 1.0, (True, "not_covered"): 3.0,
+         (False, "answered"): 3.0, (False, "unsure"): 0.5, (False, "not_covered"): 0.0}
+GRID = [round(0.02 * i, 2) for i in range(1, 51)] + [1.01]
+
+
+def record(engine: Engine, questions: list[dict]) -> list[dict]:
+    """One row per question: the inputs of the first outcome decision its answer made (None when none was made:
+    a list with no topic, a comparison of named papers, a follow-up's own papers), and whether the top paper is
+    gold."""
+    seen: list[dict] = []
+    original = extractive.decide
+
+    def recording(retrieval, settings):
+        seen.append({"p": abstain.probability(retrieval), "applies": abstain.applies(retrieval),
+                     "weak": bool(retrieval.hits) and retrieval.confidence < settings.abstain_threshold
+                     and not retrieval.named_match, "hits": bool(retrieval.hits)})
+        return original(retrieval, settings)
+
+    compose.decide = recording  # the one place the answer step decides (rag/answering/compose.py)
+    rows = []
+    try:
+        for q in questions:
+            history = None
+            if q["kind"] == "followup":
+                first = engine.ask(q["turns"][0], k=K)
+                history = [{"role": "user", "content": q["turns"][0]},
+                           {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids}]
+            seen.clear()
+            answer = engine.ask(q["question"], history=history, k=K)
+            golds = q.get("gold", [])
+            top = answer.sources[0] if answer.sources else None
+            rows.append({"set": q["set"], "qid": q["qid"], "answerable": q["kind"] != "none",
+                         "decision": seen[0] if seen else None, "outcome": answer.outcome,
+                         "top_gold": bool(top and any(matches(g, top.paper_id, top.text) for g in golds))})
+    finally:
+        compose.decide = original
+    return rows
+
+
+def outcome(decision: dict | None, unsure_at: float, not_covered_at: float, low: str) -> str | None:
+    """What `decide` gives for a recorded decision under these cut points (None: no decision was made)."""
+    if decision is None:
+        return None
+    if not decision["hits"]:
+        return "not_covered"
+    if not decision["applies"]:
+        return "not_covered" if decision["weak"] else "answered"
+    if decision["p"] >= not_covered_at:
+        return "not_covered"
+    if decision["weak"]:
+        return low
+    return "unsure" if decision["p"] >= unsure_at else "answered"
+
+
+def shares(rows: list[dict], unsure_at: float, not_covered_at: float, low: str) -> dict:
+    """Cost and the outcome shares of answerable and unanswerable rows (a row with no decision keeps the outcome
+    its answer had)."""
+    counts = {True: {"answered": 0, "unsure": 0, "not_covered": 0}, False: {"answered": 0, "unsure": 0,
+                                                                             "not_covered": 0}}
+    cost = 0.0
+    for r in rows:
+        got = outcome(r["decision"], unsure_at, not_covered_at, low) or r["outcome"]
+        counts[r["answerable"]][got] += 1
+        cost += COSTS[(r["answerable"], got)]
+    out: dict = {"cost": round(cost, 2)}
+    for answerable, name in ((True, "answerable"), (False, "unanswerable")):
+        n = sum(counts[answerable].values()) or 1
+        out[name] = {k: round(v / n, 3) for k, v in counts[answerable].items()}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", type=Path, default=ROOT / "rag" / "data" / "iclr2025.jsonl")
+    parser.add_argument("--sets", nargs="+", default=DEV_SETS, help="dev sets (names under eval/questions)")
+    parser.add_argument("--dry-run", action="store_true", help="print, do not write abstain_gate.json")
+    parser.add_argument("--rows", type=Path, default=None, help="write the recorded decisions here (JSON)")
+    parser.add_argument("--from-rows", type=Path, default=None, help="sweep recorded decisions, ask nothing")
+    args = parser.parse_args()
+    if any("heldout" in s for s in args.sets):
+        parser.error("held-out sets are never tuned on (eval/README.md)")
+    if args.from_rows:
+        rows = json.loads(args.from_rows.read_text(encoding="utf-8"))
+    else:
+        engine = Engine(Settings.load(data_dir=ROOT / ".rag-eval" / args.corpus.stem))
+        engine.ingest([args.corpus])
+        rows = record(engine, load_questions([QUESTIONS / f"{s}.jsonl" for s in args.sets]))
+    if args.rows:
+        args.rows.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    candidates = [(shares(rows, u, n, low), u, n, low) for low in ("unsure", "not_covered") for u in GRID
+                  for n in GRID if n >= u]
+    # Least cost; among equals, fewer answerable questions "not covered", then fewer "unsure".
+    best, unsure_at, not_covered_at, low = min(candidates, key=lambda c: (
+        c[0]["cost"], c[0]["answerable"]["not_covered"], c[0]["answerable"]["unsure"]))
+    old = shares(rows, abstain.THRESHOLD, abstain.THRESHOLD, "not_covered")
+    print(f"{len(rows)} dev questions ({', '.join(args.sets)})")
+    print(f"two outcomes (threshold {abstain.THRESHOLD}): {old}")
+    print(f"three outcomes: unsure from {unsure_at}, not covered from {not_covered_at}, low confidence -> {low}: "
+          f"{best}")
+    for u, n in ((unsure_at - 0.1, not_covered_at), (unsure_at + 0.1, not_covered_at),
+                 (unsure_at, min(1.01, not_covered_at + 0.05)), (unsure_at, max(unsure_at, not_covered_at - 0.05))):
+        print(f"  neighbour unsure {u:.2f} / not covered {n:.2f}: {shares(rows, round(u, 2), round(n, 2), low)}")
+    by_set = {s: shares([r for r in rows if r["set"] == s], unsure_at, not_covered_at, low)
+              for s in dict.fromkeys(r["set"] for r in rows)}
+    for s, figures in by_set.items():
+        print(f"  {s:<16} {figures}")
+    path = ROOT / "rag" / "answering" / abstain.GATE_FILE
+    gate = json.loads(path.read_text(encoding="utf-8"))
+    gate["outcomes"] = {
+        "unsure_at": unsure_at, "not_covered_at": not_covered_at, "low_confidence": low,
+        "chosen_on": f"{len(rows)} dev questions: {', '.join(args.sets)} (eval/tune_outcomes.py; no held-out set)",
+        "costs": "answerable: unsure 1, not covered 3; unanswerable: answered 3, unsure 0.5",
+        "figure": {"answerable": best["answerable"], "unanswerable": best["unanswerable"],
+                   "two_outcomes_before": {"answerable": old["answerable"], "unanswerable": old["unanswerable"]}}}
+    text = json.dumps(gate, indent=1) + "\n"
+    abstain.load_gate(text)
+    if args.dry_run:
+        print(json.dumps(gate["outcomes"], indent=1))
+        return 0
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""The three outcomes of an answer (`Answer.outcome`: answered / unsure / not_covered) over the bundled 2,114
+abstracts, where the learned gate and its two cut points (rag/answering/abstain_gate.json) apply."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from helpers import COVERED, NEAR_MISS, ROOT, UNCOVERED
+
+from rag.answering import abstain
+from rag.answering.extractive import NOT_COVERED, UNSURE
+
+
+
+def test_the_cut_points_are_data_with_the_sets_that_chose_them():
+    shipped = json.loads((ROOT / "rag" / "answering" / abstain.GATE_FILE).read_text(encoding="utf-8"))
+    cuts = shipped["outcomes"]
+    assert 0 < abstain.UNSURE_AT == cuts["unsure_at"] <= abstain.NOT_COVERED_AT == cuts["not_covered_at"] <= 1.01
+    assert "describe_dev" in cuts["chosen_on"] and "heldout" not in cuts["chosen_on"]
+    assert set(cuts["figure"]) >= {"answerable", "unanswerable"}
+    assert abstain.cut_points(1.01) == (1.01, 1.01)  # RAG_ABSTAIN_MODEL_THRESHOLD=1.01 still turns the gate off
+
+
+def test_a_near_miss_is_unsure_and_cites_the_closest_papers(corpus_engine):
+    answer = corpus_engine.ask(NEAR_MISS)
+    assert answer.outcome == "unsure" and not answer.abstained
+    assert answer.answer.startswith(UNSURE) and "The closest are:" in answer.answer
+    cited = [int(n) for n in re.findall(r"\[(\d+)\]", answer.answer)]
+    assert cited == [c.n for c in answer.citations] == list(range(1, len(cited) + 1)) and 1 <= len(cited) <= 3
+    assert [c.paper_id for c in answer.citations] == [s.paper_id for s in answer.sources[:len(cited)]]
+    assert answer.citations[0].title.startswith("CatVTON")
+    # Only papers near the top one are called closest (a retrieval score of 0.6 of its): not the fifth hit.
+    assert all(c.score >= 0.6 * answer.sources[0].score for c in answer.citations)
+    for c in answer.citations:  # each cited with its title and the sentence of its abstract nearest the question
+        assert f"“{c.title}” [{c.n}]" in answer.answer and c.snippet in answer.answer
+    assert answer.to_dict()["outcome"] == "unsure"
+
+
+def test_an_uncovered_topic_is_not_covered_and_cites_nothing(corpus_engine):
+    answer = corpus_engine.ask(UNCOVERED)
+    assert answer.outcome == "not_covered" and answer.abstained and answer.citations == []
+    assert answer.answer.startswith(NOT_COVERED) and not re.search(r"\[\d+\]", answer.answer)
+    covered = corpus_engine.ask(COVERED)
+    assert covered.outcome == "answered" and not covered.abstained and covered.citations
+    assert not covered.answer.startswith((UNSURE, NOT_COVERED))
+
+
+def test_with_an_llm_an_unsure_question_is_read_by_it_and_its_cited_answer_stands(corpus_engine):
+    # Issue 28 item 3: near the cut point the reader decides. The stand-in answers from the papers with a citation
+    # (the support check passes it): answered by the LLM. Told nothing answers, the closest papers show unsure.
+    from fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        engine = corpus_engine.derive(llm_model="fake-chat", llm_base_url=server.base_url, llm_api_key="sk-test",
+                                      llm_max_retries=0)
+        answer = engine.ask(NEAR_MISS)
+        assert server.chat_requests(), "the LLM was asked"
+        assert answer.mode == "llm" and answer.outcome == "answered" and answer.citations
+        server.mode = "no_answer"
+        answer = engine.ask(NEAR_MISS)
+        assert answer.outcome == "unsure" and answer.llm_no_answer and answer.mode == "extractive"
+        assert answer.answer.startswith(UNSURE) and answer.citations
+        uncovered = engine.ask(UNCOVERED)
+        assert uncovered.outcome == "not_covered" and len(server.chat_requests()) == 2  # not sent: nothing is close
