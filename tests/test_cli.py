@@ -343,7 +343,7 @@ def test_a_cold_ask_reads_the_cached_corpus_and_imports_nothing_a_question_does_
     run = subprocess.run([sys.executable, "-X", "importtime", "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
     answer, _, imported = run.stdout.rpartition("IMPORTED ")
-    assert answer == cold and "[1]" in answer
+    assert re.sub(r"\d+ ms\b", "ms", answer) == re.sub(r"\d+ ms\b", "ms", cold) and "[1]" in answer  # but its timing
     assert NOT_FOR_A_QUESTION.isdisjoint(ast.literal_eval(imported)), imported
     timed = {line.rsplit("|", 1)[1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
     assert "chromadb" in timed and NOT_FOR_A_QUESTION.isdisjoint(timed)  # -X importtime agrees
