@@ -258,12 +258,15 @@ def main() -> int:
     report["lat_large"] = latency(large, qs)
     log("3 done", report["lat_full"], report["lat_large"])
 
-    # 4. Cold start (new processes) and warm extractive answers.
-    cold = []
+    # 4. Cold start (new processes) and warm extractive answers. Each round asks once without the corpus cache
+    # (`rag.search.retrieve`: the first question after an ingest, which builds it) and once with it (every later one).
+    cold, uncached = [], []
+    ask = [sys.executable, "-m", "rag", "ask", "--json", qs[0][0], "--data-dir", str(args.data_dir)]
     for _ in range(args.repeats):
-        cold.append(timed(subprocess.run, [sys.executable, "-m", "rag", "ask", "--json", qs[0][0], "--data-dir",
-                                           str(args.data_dir)], capture_output=True, check=True)[0])
-    report["cold_s"] = statistics.median(cold)
+        shutil.rmtree(args.data_dir / "corpus", ignore_errors=True)
+        uncached.append(timed(subprocess.run, ask, capture_output=True, check=True)[0])
+        cold.append(timed(subprocess.run, ask, capture_output=True, check=True)[0])
+    report["cold_s"], report["cold_uncached_s"] = statistics.median(cold), statistics.median(uncached)
     warm = [timed(full.ask, q)[0] * 1000 for q, _ in qs[:100]]
     report["warm_p50_ms"], report["warm_p95_ms"] = percentile(warm, 50), percentile(warm, 95)
     log("4 done", report["cold_s"], report["warm_p50_ms"])
@@ -377,7 +380,9 @@ query embedding, Chroma search, BM25, fusion, and the hits' sentences and their 
 ![latency](latency.png)
 
 ## 4. Start-up and answers
-`rag ask --json` cold start (new process, {r['full_papers']:,} papers): {r['cold_s']:.2f} s (target ≤ 2.5 s).
+`rag ask --json` cold start (new process, {r['full_papers']:,} papers, median of {args.repeats}): {r['cold_s']:.2f} s \
+(target ≤ 1.5 s); the first question after an ingest, which builds the corpus cache: \
+{r.get('cold_uncached_s', float('nan')):.2f} s.
 Warm extractive answers (`Engine.ask`, 100 questions): p50 {f(r['warm_p50_ms'])} ms, p95 {f(r['warm_p95_ms'])} ms
 (target p50 ≤ 50 ms).
 

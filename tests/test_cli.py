@@ -3,6 +3,7 @@ codes, one-line errors, and no network connection outside 127.0.0.1."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -315,3 +316,34 @@ def test_a_reader_that_stops_early_ends_the_output_quietly(cli_index):
                             stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
     os.close(write)
     assert (topics.returncode, topics.stderr) == (141, "")
+
+
+# What a question never needs: the web app, the ingest's splitter, LLM clients, and what those pull in.
+NOT_FOR_A_QUESTION = {"gradio", "llama_index", "nltk", "openai", "pandas", "sklearn", "fastapi", "umap", "torch",
+                      "transformers"}
+
+
+def test_a_cold_ask_reads_the_cached_corpus_and_imports_nothing_a_question_does_not_need(tmp_path):
+    """`rag ask` as a whole process (issue 30, item 2): the second one over an index loads the corpus the first
+    cached (it builds no BM25 index: that and the term counts were ~2 s of a 3.5 s cold start) and imports none of
+    the heavy libraries only serving, ingesting or an LLM need. A fact test, not a timing test."""
+    data = tmp_path / "index"
+    subprocess.run([sys.executable, "-m", "rag", "ingest", "-q", "--data-dir", str(data), str(SEEDS)], cwd=ROOT,
+                   check=True, capture_output=True)
+    question = "Is there work on making sparse autoencoders cheaper to train?"
+    cold = subprocess.run([sys.executable, "-m", "rag", "ask", "--data-dir", str(data), question], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout
+    code = ("import sys, bm25s\n"
+            "def built(*args, **kwargs):\n"
+            "    raise SystemExit('the BM25 index was built again')\n"
+            "bm25s.BM25.index = built\n"
+            "from rag.cli import main\n"
+            f"main(['ask', '--data-dir', {str(data)!r}, {question!r}], standalone_mode=False)\n"
+            "print('IMPORTED', sorted({m.split('.')[0] for m in sys.modules}))\n")
+    run = subprocess.run([sys.executable, "-X", "importtime", "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    answer, _, imported = run.stdout.rpartition("IMPORTED ")
+    assert re.sub(r"\d+ ms\b", "ms", answer) == re.sub(r"\d+ ms\b", "ms", cold) and "[1]" in answer  # but its timing
+    assert NOT_FOR_A_QUESTION.isdisjoint(ast.literal_eval(imported)), imported
+    timed = {line.rsplit("|", 1)[1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")}
+    assert "chromadb" in timed and NOT_FOR_A_QUESTION.isdisjoint(timed)  # -X importtime agrees

@@ -16,6 +16,12 @@ Sentences (for snippets, extractive answers and the abstention signal) are score
 (`rag.store.index`) against the question, plus a small bonus for sharing the question's stemmed terms. A question costs
 one embedding (its own), one Chroma query, one BM25 pass and one Chroma read of the hits' sentences.
 
+What retrieval reads besides Chroma (the papers, the BM25 index, term counts: `_Corpus`) costs a new process
+about 2 s to build from the store on 2 cores, more than the rest of a question. It is cached in the data dir
+(`corpus/<collection>.pickle`, written by this app beside the store it describes) under the store's change mark,
+which every ingest renews before its first write and after its last (`PaperIndex.generation`), so a cold
+`rag ask` loads it instead; any change of the store, the code or the cache's format builds it again.
+
 Title-only papers (`has_abstract` false) are ranked like the others, on their title, but have no sentences: no
 snippet, nothing an answer could quote, and no say in the confidence. The papers that answer are the first
 SNIPPET_PAPERS hits with abstracts, so titles ranked high do not crowd out the abstracts below them.
@@ -23,14 +29,20 @@ SNIPPET_PAPERS hits with abstracts, so titles ranked high do not crowd out the a
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pickle
 import re
+import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Callable
 
 import bm25s
 import numpy as np
 
+import rag
 from rag.config import DEFAULT_POLICY, AnswerPolicy, Settings
 from rag.store.index import PaperIndex, Sentences, StoredPaper
 from rag.text import is_boilerplate, plain, split_sentences, tokenize, visible
@@ -39,6 +51,7 @@ from rag.search.topical import coverage, topic_groups
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 BOILERPLATE_PENALTY = 0.3  # "Code is available at https://..." (`rag.text.is_boilerplate`) answers no question
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
+CORPUS_FORMAT = 1  # version of the cached corpus (`HybridRetriever.refresh`): bump when what it holds changes
 SNIPPET_PAPERS = 3  # the top papers with abstracts whose sentences answer (the best one is the confidence)
 _WORD = re.compile(r"(?<![\w-])[\w][\w-]*")
 # A method or dataset name as users type it: CatVTON, BirdSet, Time-MoE, X-ALMA, TEAL, Scylla (not sentence-initial).
@@ -158,14 +171,39 @@ class HybridRetriever:
         self.refresh()
 
     def refresh(self) -> None:
+        # One assignment, so a concurrent `retrieve` sees either the old corpus or the new one, never a mix.
+        key = self._cache_key()
+        state = _load_corpus(self._cache_path(), key) if key else None
+        if state is None:
+            state = self._read_corpus()
+            if key:
+                _save_corpus(self._cache_path(), key, state)
+        self.state = state
+
+    def _cache_key(self) -> tuple | None:
+        """What the cached corpus must have been built under to be this store's: the store's change mark (read
+        before the papers, so a change meanwhile gives a new one; `PaperIndex.generation`), its paper count, and
+        the code that reads it. None (no cache) for a store no ingest of this version wrote (no mark) and for a
+        Chroma server, which processes of other versions may write to without marking it."""
+        if self.index.settings.chroma_url:
+            return None
+        generation = self.index.generation()
+        if not generation:
+            return None
+        return (CORPUS_FORMAT, generation, self.index.count(), self.index.chunking, rag.__version__,
+                bm25s.__version__, tuple(f.name for f in fields(StoredPaper)), tuple(f.name for f in fields(_Corpus)))
+
+    def _cache_path(self) -> Path:
+        return self.index.settings.data_dir / "corpus" / f"{self.index.settings.collection}.pickle"
+
+    def _read_corpus(self) -> "_Corpus":
         papers = self.index.all_papers()
         bm25, tokens = None, []
         if papers:
             bm25 = bm25s.BM25()
             bm25.index(tokens := tokenize([p.search_text for p in papers]), show_progress=False)
-        # One assignment, so a concurrent `retrieve` sees either the old corpus or the new one, never a mix.
         df = Counter(w for p in papers for w in set(_WORD.findall(p.search_text.casefold())))
-        self.state = _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
+        return _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
                              np.array([p.decision for p in papers], dtype=object), bm25, df,
                              Counter(t for doc in tokens for t in set(doc)), [frozenset(doc) for doc in tokens])
 
@@ -330,3 +368,29 @@ def _word_forms(word: str) -> list[str]:
         forms.append(head.casefold())
     return forms
 
+
+
+def _load_corpus(path: Path, key: tuple) -> "_Corpus | None":
+    """The corpus cached under `key`, or None (no cache, another key, or a file that cannot be read)."""
+    try:
+        with path.open("rb") as f:
+            cached_key, state = pickle.load(f)
+    except Exception:  # absent, half-written by a killed process, or from code that no longer unpickles
+        return None
+    return state if cached_key == key and isinstance(state, _Corpus) else None
+
+
+def _save_corpus(path: Path, key: tuple, state: "_Corpus") -> None:
+    """Cache the corpus (written whole, then renamed: a reader never sees half a file). A data dir that cannot be
+    written only loses the cache."""
+    tmp = ""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=path.name, delete=False) as f:
+            tmp = f.name
+            pickle.dump((key, state), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        if tmp:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)

@@ -6,10 +6,11 @@ is never attached):
   256-token embedder never truncates one), written through llama-index's `ChromaVectorStore`;
   ids `<paper_id>#<n>`, metadata `paper_id`, `title`, `decision`, `chunk`.
   A title-only paper (`has_abstract` false) has one chunk: its title.
-- `<collection>-sentences`: every sentence of every abstract (ids `<paper_id>@<n>`), for snippets, extractive
-  answers, the abstention signal and the support check. Their vectors come from the chunk pass itself ("late
-  chunking": the mean of the sentence's token states inside the chunk that holds most of it), so they cost no
-  extra model pass at ingest and no embedding at question time.
+- `<collection>-sentences`: every sentence of every abstract (ids `<paper_id>@<n>`; metadata `paper_id`, `n`
+  and its span `start`, `end` in the abstract, which holds its text: Chroma is given no document to index), for
+  snippets, extractive answers, the abstention signal and the support check. Their vectors come from the chunk
+  pass itself ("late chunking": the mean of the sentence's token states inside the chunk that holds most of it),
+  so they cost no extra model pass at ingest and no embedding at question time.
 - `<collection>-papers`: one record per paper: the whole abstract, every field, its content hash, and the
   normalized mean of its chunk vectors as a whole-paper vector. A paper's record is written after its chunks
   and sentences, so its presence marks the paper as complete. It also names every ingested file that holds the
@@ -234,15 +235,19 @@ class PaperIndex:
         # The bundled list's shipped vectors where they hold a text, the embedder for the rest (rag.store.prebuilt).
         self.vectors = prebuilt.vectors_for(embedder, self.chunking)
         self.expected = 0  # papers the store will hold when the running (or last) upsert ends
+        self._changing = False  # the running upsert has written (or is about to): it marks the end too
 
     def _llama_index(self) -> tuple[Any, Any]:
         if self._writer is None:
             from llama_index.core.node_parser import SentenceSplitter
             from llama_index.vector_stores.chroma import ChromaVectorStore
 
+            # Chunk ids `<paper_id>#<n>` from the start (the default draws a uuid4 per chunk, and each draw waits
+            # for the GIL while the writer thread is in Chroma); the links between chunks then name them too.
             self._writer = (SentenceSplitter(chunk_size=self.settings.chunk_size,
                                              chunk_overlap=self.settings.chunk_overlap,
-                                             tokenizer=self.embedder.tokens),
+                                             tokenizer=self.embedder.tokens,
+                                             id_func=lambda n, doc: f"{doc.id_}#{n}"),
                             ChromaVectorStore(chroma_collection=self.chunks))
         return self._writer
 
@@ -254,6 +259,7 @@ class PaperIndex:
         """Bring the store in line with `papers` (read from `files`). Returns what changed."""
         started = time.perf_counter()
         stats = IngestStats()
+        self._changing = False
         mirrored = {_source_key(f) for f in files}
         stored = self._stored_meta([p.paper_id for p in papers])
         holders = {p.paper_id: _held_by(p, stored.get(p.paper_id), mirrored) for p in papers}
@@ -274,6 +280,7 @@ class PaperIndex:
                     moved.append(paper)  # same text, from another file or place: new provenance, no re-embedding
         for part in range(0, len(moved), _IN_LIMIT):
             batch = moved[part:part + _IN_LIMIT]
+            self._will_change()
             self.papers.update(ids=[p.paper_id for p in batch],
                                metadatas=[_paper_meta(p, stored[p.paper_id].get("chunks", 0), self.chunking,
                                                      stored[p.paper_id].get("sentences", 0))
@@ -299,6 +306,8 @@ class PaperIndex:
                 stats.updated += 1
             else:
                 stats.removed += 1
+        if stale or released or todo:
+            self._will_change()
         self._delete(stale)
         for ids in _parts(list(released)):
             self.papers.update(ids=ids, metadatas=[released[pid] for pid in ids])
@@ -325,8 +334,18 @@ class PaperIndex:
                 if progress:
                     progress(done, len(todo))
         stats.shipped_chunks = getattr(self.vectors, "hits", 0) - hits
+        if self._changing:
+            self.mark_changed()  # the end of the change: what a reader that loaded the papers meanwhile missed
         stats.seconds = time.perf_counter() - started
         return stats
+
+    def _will_change(self) -> None:
+        """Before an upsert's first write: a new `generation` mark, so that whatever was read or cached under the
+        old one (`rag.search.retrieve`'s corpus cache) is known to be stale, even if this ingest is killed before
+        it ends. The upsert marks again when it ends."""
+        if not self._changing:
+            self._changing = True
+            self.mark_changed()
 
     def _embed(self, papers: list[Paper], holders: dict[str, dict[str, int]]) -> "_Batch":
         """Chunk and embed `papers` (the model's work; nothing is written)."""
@@ -397,7 +416,7 @@ class PaperIndex:
             for m, ((a, b), (j, k)) in enumerate(zip(sentences[owner], placed[owner])):
                 ids.append(f"{paper.paper_id}@{m}")
                 documents.append(paper.abstract[a:b])
-                metadatas.append({"paper_id": paper.paper_id, "n": m})
+                metadatas.append({"paper_id": paper.paper_id, "n": m, "start": a, "end": b})
                 vector = span_vectors[j][k] if j >= 0 else None
                 if vector is None or np.isnan(vector[0]):
                     missing.append(len(sentence_vectors))
@@ -426,10 +445,12 @@ class PaperIndex:
         self._delete([p.paper_id for p in batch.papers])
         if batch.nodes:
             self._llama_index()[1].add(batch.nodes)
-        ids, vectors, documents, metadatas = batch.sentences
+        # Without their texts: each is its paper's abstract[start:end] (`sentences_of`), and a text given to Chroma
+        # costs a third of the sentences' write (it indexes every document for full-text search, unused here).
+        ids, vectors, _, metadatas = batch.sentences
         for part in range(0, len(ids), 1000):
             self.sentences.add(ids=ids[part:part + 1000], embeddings=np.asarray(vectors[part:part + 1000]),
-                               documents=documents[part:part + 1000], metadatas=metadatas[part:part + 1000])
+                               metadatas=metadatas[part:part + 1000])
         self.papers.upsert(ids=[p.paper_id for p in batch.papers], embeddings=batch.paper_vectors,
                            documents=[p.abstract for p in batch.papers], metadatas=batch.paper_metas)
         return len(batch.papers)
@@ -475,13 +496,15 @@ class PaperIndex:
 
     @_guarded
     def generation(self) -> str:
-        """A mark that changes whenever an ingest changed this collection (`mark_changed`): how a process sharing
-        a Chroma server with another one learns that the other added papers."""
+        """A mark that changes whenever an ingest changes this collection (`mark_changed`, before its first write and
+        after its last): how a process sharing a Chroma server with another one learns that the other added papers,
+        and what the corpus cache of `rag.search.retrieve` is keyed by. Empty for a store no ingest of this
+        version has written to."""
         return str((self.client.get_collection(self.papers.name).metadata or {}).get("generation", ""))
 
     @_guarded
     def mark_changed(self) -> str:
-        """Give the collection a new `generation` mark (after an ingest that changed anything); returns it."""
+        """Give the collection a new `generation` mark (around an ingest that changes anything); returns it."""
         import uuid
 
         generation = uuid.uuid4().hex
@@ -526,12 +549,16 @@ class PaperIndex:
     def sentences_of(self, papers: list[StoredPaper]) -> dict[str, Sentences]:
         """The stored sentences of these papers, read by id (twice as fast as a `paper_id` filter). Papers stored
         without sentences are missing from the result."""
-        ids = [f"{p.paper_id}@{n}" for p in {p.paper_id: p for p in papers}.values() for n in range(p.sentences)]
+        by_id = {p.paper_id: p for p in papers}
+        ids = [f"{p.paper_id}@{n}" for p in by_id.values() for n in range(p.sentences)]
         found: dict[str, list[tuple[int, str, Any]]] = {}
         for part in _parts(ids):
             got = self.sentences.get(ids=part, include=["documents", "metadatas", "embeddings"])
             for doc, meta, vector in zip(got["documents"], got["metadatas"], got["embeddings"]):
-                found.setdefault(meta["paper_id"], []).append((meta["n"], doc, vector))
+                pid = meta["paper_id"]
+                if "start" in meta:  # stored without its text (see `_store`); before, the text was the document
+                    doc = by_id[pid].abstract[int(meta["start"]):int(meta["end"])]
+                found.setdefault(pid, []).append((meta["n"], doc, vector))
         out = {}
         for pid, items in found.items():
             items.sort(key=lambda item: item[0])

@@ -1,15 +1,19 @@
 """Retrieval's seams: parameters passed whole, weighted RRF, a reranker as one function; and the one error base."""
 
+import json
+
+import bm25s
 import pytest
+from helpers import SEEDS
 
 from rag.errors import RagError, one_line
 from rag.config import ConfigError, Settings
 from rag.store.embeddings import EmbeddingError
-from rag.store.index import StoreError
+from rag.store.index import PaperIndex, StoreError
 from rag.store.lock import StoreBusyError
 from rag.search.retrieve import RERANK_DEPTH, HybridRetriever, RetrievalParams, fuse
 from rag.generation.llm import LLMError
-from rag.engine import QuestionError
+from rag.engine import Engine, QuestionError
 from rag.evaluation.harness import QuestionSetError
 
 SAE = "Is there work on making sparse autoencoders cheaper to train?"
@@ -112,3 +116,51 @@ def test_one_definition_of_a_rare_name_for_the_named_match_and_the_comparison_si
     loose = AnswerPolicy.model_validate({"rare_name_papers": 1})
     assert loose.rare_limit(38) == 38
     assert retriever.retrieve(question, RetrievalParams(policy=loose)).named_match == "LLMs"
+
+
+def _hits(retrieval):
+    return [(h.paper.paper_id, h.score, h.snippet) for h in retrieval.hits]
+
+
+def _write(path, papers):
+    path.write_text("".join(json.dumps(p) + "\n" for p in papers), encoding="utf-8")
+    return path
+
+
+ZEBRA = {"id": "zebra-1", "title": "Striped Plasma Tokamaks", "abstract": "We study zebra-striped plasma "
+         "confinement in tokamaks. Our zebra stripes keep the plasma stable for hours. Experiments confirm it."}
+
+
+def test_a_new_engine_loads_the_corpus_from_the_cache_and_every_change_of_the_store_renews_it(tmp_path, monkeypatch):
+    """A cold `rag ask` spent ~2 s building the BM25 index and term counts of the whole collection; now a second
+    engine over the same store loads them (no BM25 index is built) and retrieves exactly what the first did. An
+    ingest that changes the store marks it before its first write, so the cache is never read for a changed store,
+    even after an ingest killed midway."""
+    settings = Settings.load(data_dir=tmp_path / "index")
+    first = Engine(settings)
+    first.ingest([SEEDS])
+    expected = _hits(first.retriever.retrieve(SAE, RetrievalParams(k=5)))
+    assert (tmp_path / "index" / "corpus" / "papers.pickle").is_file()
+
+    def built(*args, **kwargs):
+        raise AssertionError("the BM25 index was built again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(bm25s.BM25, "index", built)
+        assert _hits(Engine(settings).retriever.retrieve(SAE, RetrievalParams(k=5))) == expected
+
+    # An ingest killed after its first write (here: the store fails on the first batch) has already renewed the mark.
+    before = first.index.generation()
+    with monkeypatch.context() as patch:
+        patch.setattr(PaperIndex, "_store", lambda self, batch: (_ for _ in ()).throw(OSError("disk gone")))
+        with pytest.raises(StoreError):
+            Engine(settings).ingest([_write(tmp_path / "zebra.jsonl", [ZEBRA])])
+    assert first.index.generation() != before
+    Engine(settings).ingest([tmp_path / "zebra.jsonl"])
+    fresh = Engine(settings).retriever
+    assert "zebra-1" in fresh.state.position and fresh.retrieve("zebra-striped tokamaks").hits[0].paper.paper_id \
+        == "zebra-1"
+    # An unchanged re-ingest keeps the mark (a restart of `rag serve` re-reads the bundled list): the cache holds.
+    mark = fresh.index.generation()
+    Engine(settings).ingest([SEEDS])
+    assert fresh.index.generation() == mark
