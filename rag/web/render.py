@@ -18,6 +18,7 @@ import re
 
 from rag.generation.cost import money
 from rag.text import BIDI_CONTROLS, first_sentence, link_label, split_sentences, strip_bidi, tokenize
+from rag.web.i18n import words
 
 CSS = """
 .src-card {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 10px 12px; margin: 0 0 10px 0;}
@@ -225,34 +226,37 @@ def _authors(s: dict) -> str:
             f'(+{len(every) - 8})</summary>{rest}</details>')
 
 
-def sources_panel(answers: list[dict], related: dict[str, list[dict]] | None = None) -> str:
+def sources_panel(answers: list[dict], related: dict[str, list[dict]] | None = None, lang: str = "en") -> str:
+    """The panel beside the chat: the latest answer's source cards, earlier answers' behind their question. Its
+    headings in `lang` (`rag.web.i18n`)."""
     if not answers:
-        return '<p class="src-empty">Sources of the latest answer appear here.</p>'
+        return f'<p class="src-empty">{words("sources_empty", lang)}</p>'
     latest = len(answers) - 1
-    parts = [f"<h3>Sources of answer {latest + 1}</h3>", source_cards(answers[latest], latest, related)]
+    parts = [f"<h3>{words('sources_of', lang, n=latest + 1)}</h3>", source_cards(answers[latest], latest, related)]
     for turn in range(latest - 1, -1, -1):
-        parts.append(f'<details class="turn-sources"><summary>Sources of answer {turn + 1}: '
+        parts.append(f'<details class="turn-sources"><summary>{words("sources_of", lang, n=turn + 1)}: '
                      f'{_esc(answers[turn]["question"][:80])}</summary>'
                      f"{source_cards(answers[turn], turn, related)}</details>")
     return "\n".join(parts)
 
 
-def answer_markdown(answer: dict, turn: int) -> str:
+def answer_markdown(answer: dict, turn: int, lang: str = "en") -> str:
     """The chat message of a finished answer: escaped text with [n] linked to its card, notices, a footer. A
-    refusal lists the nearest papers as links to their cards and to OpenReview."""
+    refusal lists the nearest papers as links to their cards and to OpenReview. The outcome label and the app's
+    headings are in `lang` (`rag.web.i18n`); the answer's text stays as written."""
     text = _CITED.sub(lambda m: "[" + ", ".join(
         f'<a href="#src-{turn}-{n}">{n}</a>' for n in m.group(1).split(", ")) + "]",
         _marked(answer["answer"], answer.get("unsupported") or [], _own_markers(answer)))
     text = text.replace(_OPEN, "&#91;").replace(_CLOSE, "&#93;")
     text = text.replace("\n\n", "\x00").replace("\n", "  \n").replace("\x00", "\n\n")  # list lines stay lines
-    parts = [outcome_badge(answer)]
+    parts = [outcome_badge(answer, lang)]
     parts += [f"*{inert(n)}*" for n in answer["notices"]]
     parts.append(text)
     searched = search_line(answer)
     if searched:
         parts.append(f'<span class="searched">{searched}</span>')
     if answer["abstained"] and answer["sources"]:
-        parts.append("Nearest papers:\n\n" + "\n".join(
+        parts.append(words("nearest", lang) + "\n\n" + "\n".join(
             f'- <a href="#src-{turn}-{s["n"]}">[{s["n"]}]</a> {inert(plain(s["title"]))}'
             + _openreview(s["url"]) for s in answer["sources"][:5]))
     if answer["fabricated"]:
@@ -260,20 +264,21 @@ def answer_markdown(answer: dict, turn: int) -> str:
     if answer.get("unsupported"):
         parts.append(f"<sub>{UNSUPPORTED_MARK.strip()} the sources it cites do not clearly support this sentence "
                      "(a number, a name or a claim not found in their abstracts): check it there.</sub>")
-    parts.append(f"<sub>{inert(footer(answer))}</sub>")
+    parts.append(f"<sub>{inert(footer(answer, lang))}</sub>")
     return "\n\n".join(parts)
 
 
-# The label on each answer, by `Answer.outcome`: its class gives each outcome its look (CSS above).
-OUTCOME_LABELS = {"answered": "Answered from the papers", "unsure": "Unsure: no paper clearly answers this",
-                  "not_covered": "Not covered by the collection"}
+# The outcomes an answer can have (`Answer.outcome`); each one's label is `rag.web.i18n` "outcome_<name>", its look
+# the class `outcome-<name>` (CSS above).
+OUTCOMES = ("answered", "unsure", "not_covered")
 
 
-def outcome_badge(answer: dict) -> str:
-    """The answer's outcome as a label with a class of its own (`outcome-answered`, `outcome-unsure`,
+def outcome_badge(answer: dict, lang: str = "en") -> str:
+    """The answer's outcome as a label in `lang` with a class of its own (`outcome-answered`, `outcome-unsure`,
     `outcome-not_covered`); an answer recorded before outcomes existed reads as `abstained` said."""
     outcome = answer.get("outcome") or ("not_covered" if answer.get("abstained") else "answered")
-    return f'<span class="outcome outcome-{outcome}">{OUTCOME_LABELS.get(outcome, outcome)}</span>'
+    label = words(f"outcome_{outcome}", lang) if outcome in OUTCOMES else html.escape(str(outcome))
+    return f'<span class="outcome outcome-{html.escape(str(outcome), quote=True)}">{label}</span>'
 
 
 def search_line(answer: dict) -> str:
@@ -360,7 +365,9 @@ def _quoted_spans(text: str, sources: list[dict]) -> list[tuple[int, int]]:
     return spans
 
 
-def footer(answer: dict) -> str:
+def footer(answer: dict, lang: str = "en") -> str:
+    """The line under an answer: which mode answered, its times, tokens, cost and (when not answered) its outcome
+    in `lang`. The export keeps the English line."""
     t, usage = answer["timings"], answer.get("usage") or {}
     bits = [f"{answer['model']} (LLM)" if answer["mode"] == "llm" else "extractive"]
     if "ttft_ms" in t:
@@ -373,9 +380,9 @@ def footer(answer: dict) -> str:
     if answer.get("cost_usd") is not None:
         bits.append(money(answer["cost_usd"]))
     if answer["abstained"]:
-        bits.append("not covered by the collection")
+        bits.append(words("footer_not_covered", lang))
     elif answer.get("outcome") == "unsure":
-        bits.append("unsure: the closest papers, none clearly answering")
+        bits.append(words("footer_unsure", lang))
     return " · ".join(bits)
 
 
