@@ -938,9 +938,9 @@ def test_the_page_speaks_the_browsers_language_and_paper_text_stays_as_written(b
         assert "Filters" not in page.inner_text("body") if zh else "Filters" in page.inner_text("body")
         page.fill("#question textarea", SAE)
         page.click("#ask")
-        heading = "回答 1 的来源" if zh else "Sources of answer 1"
-        page.wait_for_function(f"document.querySelector('#sources h3')?.innerText.includes('{heading}') && "
-                               "/This session: 1 answer/.test(document.querySelector('#session-totals').innerText)",
+        done = ["回答 1 的来源", "本次会话：1 个回答"] if zh else ["Sources of answer 1", "This session: 1 answer"]
+        page.wait_for_function("([h, s]) => document.querySelector('#sources h3')?.innerText.includes(h) && "
+                               "document.querySelector('#session-totals').innerText.includes(s)", arg=done,
                                timeout=90_000)
         badge = page.locator("#chat [data-testid=bot] .outcome").last
         outcome = next(c.removeprefix("outcome-") for c in (badge.get_attribute("class") or "").split()
