@@ -241,18 +241,19 @@ class ChatApp:
                     history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1, lang)}
                     yield {page.chatbot: history, page.answers: answers,
                            page.cards: sources_panel(answers, self.related_of(answers), lang),
-                           page.box: "", page.export_id: export_id, **self.chip_updates(record)}
+                           page.box: "", page.export_id: export_id, **self.chip_updates(record, lang)}
         except Exception as exc:  # the message says what to do; the question stays in the conversation
             history[-1] = {"role": "assistant", "content": inert(public_message(exc, self.settings))}
             yield {page.chatbot: history, page.box: "", page.export_id: export_id}
 
-    def chip_updates(self, record: dict | None) -> dict:
-        """Show a removable chip for each filter the question's words set ("× Accept (Oral)"), hide the others."""
+    def chip_updates(self, record: dict | None, lang: str = "en") -> dict:
+        """Show a removable chip for each filter the question's words set ("× Accept (Oral)"), hide the others;
+        their words in `lang`."""
         assert self.page is not None
         filters = (record or {}).get("filters") or {}
         set_by_question = filters.get("from_question") or []
-        labels = {"decisions": "× " + " or ".join(filters.get("decisions") or []),
-                  "author": f"× by {filters.get('author') or ''}"}
+        labels = {"decisions": "× " + words("or", lang).join(filters.get("decisions") or []),
+                  "author": "× " + words("by_author", lang, author=filters.get("author") or "")}
         return {chip: gr.Button(value=labels[kind], visible=kind in set_by_question)
                 for chip, kind in zip(self.page.chips, QUESTION_FILTERS)}
 

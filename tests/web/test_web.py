@@ -947,8 +947,10 @@ def test_the_page_speaks_the_browsers_language_and_paper_text_stays_as_written(b
                        if c.startswith("outcome-"))
         label = badge.inner_text()
         assert label.startswith(OUTCOME_ZH[outcome] if zh else SERVER_WORDS[f"outcome_{outcome}"][0]), label
-        # The paper's own title stays as written, in English, in a Chinese page too.
-        assert "Efficient Dictionary Learning with Switch Sparse Autoencoders" in page.inner_text("#sources")
+        # The paper's own title stays as written, in English, in a Chinese page too; the card's words follow.
+        cards = page.inner_text("#sources")
+        assert "Efficient Dictionary Learning with Switch Sparse Autoencoders" in cards
+        assert ("摘要" in cards and ("得分" in cards or "匹配度" in cards)) if zh else "Abstract" in cards, cards
         page.click("#clear")
         page.wait_for_function("([t]) => document.querySelector('#sources .src-empty')?.innerText.includes(t)",
                                arg=[PAGE_LABELS[locale]["#sources"]], timeout=30_000)
