@@ -37,11 +37,12 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import quote
 
+from mcp import MCPError
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
 from mcp.server.mcpserver.resources.templates import ResourceSecurity
 from mcp_types import Resource as MCPResource
-from mcp_types import ToolAnnotations
+from mcp_types import INVALID_PARAMS, ListResourcesResult, PaginatedRequestParams, ToolAnnotations
 from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from rag.errors import RagError, one_line
@@ -150,6 +151,8 @@ class AskResult(Noted):
                                             "mentions, an LLM that failed, ...).")
     unsupported: list[Text] = Field(description="Sentences of an LLM answer that the cited abstracts barely support.")
     fallback_reason: Text = Field(description="Why an LLM was configured but the answer is extractive, or ''.")
+    policy: Text = Field(description="Short hash of the answer policy that answered (rag.config.Settings.policy): "
+                                     "two answers with the same hash were decided by the same tuned numbers.")
     filters: dict[str, Any] = Field(description="The decisions / author the papers were restricted to, and which of "
                                                 "them the question's own words set (from_question).")
 
@@ -238,6 +241,21 @@ class PapersServer(MCPServer[None]):
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(f"Error executing tool {name}: {_invalid(exc.__cause__)}") from None
             raise
+
+    RESOURCE_PAGE = 500  # papers a resources/list reply holds; 3,706 in one reply is more than a client shows
+
+    async def _handle_list_resources(self, ctx: Any, params: PaginatedRequestParams | None) -> ListResourcesResult:
+        """resources/list in pages of RESOURCE_PAGE, as MCP's pagination says (an opaque `cursor` in, a
+        `nextCursor` out while more remain). Overrides the SDK's handler, which lists everything in one reply and
+        reads no cursor (mcp 2.3.0). The cursor is the offset as text; one that is not ours is an error."""
+        everything = await self.list_resources()
+        cursor = params.cursor if params else None
+        if cursor is not None and not (cursor.isdigit() and int(cursor) <= len(everything)):
+            raise MCPError(code=INVALID_PARAMS, message="invalid cursor: pass back the nextCursor of the last page")
+        start = int(cursor or 0)
+        end = start + self.RESOURCE_PAGE
+        return ListResourcesResult(resources=everything[start:end],
+                                   next_cursor=str(end) if end < len(everything) else None)
 
     async def list_resources(self) -> list[MCPResource]:
         import asyncio  # the SDK runs on anyio's asyncio backend
@@ -352,7 +370,8 @@ def build(engine: "Engine") -> PapersServer:
                          citations=[_cited(s) for s in answer.citations],
                          nearest=[_cited(s) for s in answer.sources] if answer.abstained else [],
                          paper_ids=answer.cited_ids, notices=answer.notices, unsupported=answer.unsupported,
-                         fallback_reason=answer.fallback_reason, filters=_inert_tree(answer.filters))
+                         fallback_reason=answer.fallback_reason, policy=answer.policy,
+                         filters=_inert_tree(answer.filters))
 
     @server.tool(title="Get a paper", description=GET_PAPER, annotations=READ_ONLY)
     def get_paper(id_or_title: Annotated[str, Field(description="The paper's id, OpenReview link or title.")]

@@ -187,10 +187,11 @@ def test_search_papers_ranks_and_filters_the_seeded_papers(live, papers):
     assert data(live.call("search_papers", {"query": "diffusion"}))["papers"].__len__() == 5  # Settings.k
 
 
-def test_ask_answers_with_citations_follows_up_and_abstains(live, papers):
+def test_ask_answers_with_citations_follows_up_and_abstains(live, papers, index):
     answer = data(live.call("ask", {"question": SAE}))
     assert not answer["abstained"] and answer["mode"] == "extractive" and "[1]" in answer["answer"]
     assert answer["outcome"] == "answered"
+    assert answer["policy"] == Settings(data_dir=index).policy_hash  # which tuned numbers answered
     assert answer["citations"][0]["title"] == SAE_TITLE and answer["citations"][0]["n"] == 1
     assert answer["paper_ids"] == [c["paper_id"] for c in answer["citations"]] and answer["nearest"] == []
 
@@ -231,6 +232,32 @@ def test_get_paper_related_papers_topics_and_paper_resources(live, papers):
     with pytest.raises(MCPError) as missing:
         live.run(lambda c: c.read_resource("paper://no-such-id"))
     assert "no paper has the id or title 'no-such-id'" in str(missing.value) and "\n" not in str(missing.value)
+
+
+def test_resources_come_in_pages_with_a_cursor(index):
+    import asyncio
+
+    from mcp import MCPError
+    from mcp_types import PaginatedRequestParams
+
+    server = mcp_server.build(Engine(Settings(data_dir=index)))
+    server.RESOURCE_PAGE = 10
+
+    async def pages() -> list[list[str]]:
+        out, cursor = [], None
+        while True:
+            page = await server._handle_list_resources(None, PaginatedRequestParams(cursor=cursor))
+            out.append([str(r.uri) for r in page.resources])
+            if page.next_cursor is None:
+                return out
+            cursor = page.next_cursor
+
+    got = asyncio.run(pages())
+    assert [len(p) for p in got] == [10, 10, 10, 9]  # 39 papers
+    every = [uri for page in got for uri in page]
+    assert len(set(every)) == 39 == len(every)
+    with pytest.raises(MCPError, match="invalid cursor"):
+        asyncio.run(server._handle_list_resources(None, PaginatedRequestParams(cursor="../etc")))
 
 
 @pytest.mark.parametrize(("tool", "arguments", "expected"), [
