@@ -47,6 +47,7 @@ from rag.generation.cost import answer_cost
 from rag.answering.records import Answer, Delta, Restart
 from rag.engine import Engine, QuestionError, check_k
 from rag.web.guard import Guard, LoginThrottle, allowed_hosts
+from rag.web.i18n import LANGUAGES, header, page_i18n, request_language, words
 from rag.web.mapview import MapPanel, warm as warm_map
 from rag.web.render import CSS, answer_markdown, export_markdown, inert, sources_panel
 from rag.web.session import ModelMenu, session_line
@@ -91,23 +92,41 @@ def _without_paths(text: str, settings) -> str:
 
 # Each page's indexing line and its refresh timer, by page, so `publish_status` can write them into its config.
 _STATUS: "weakref.WeakKeyDictionary[gr.Blocks, tuple[gr.Markdown, gr.Timer]]" = weakref.WeakKeyDictionary()
+STATUS_KEY = "indexing_now"  # the i18n key of the indexing line in the page's config (`publish_status`)
+# Each page's translations of its own words (`rag.web.i18n.page_i18n`), for `launch(i18n=...)`.
+_I18N: "weakref.WeakKeyDictionary[gr.Blocks, gr.I18n]" = weakref.WeakKeyDictionary()
 
 
 def publish_status(demo: gr.Blocks, engine: Engine) -> None:
     """Write the indexing line as it is now, and whether its timer runs, into the page's config. Gradio serves that
     config, made once at launch, to every page load, so without this each page first showed the line of start-up
     ("Reading the collection to index…") until its timer ticked 2 s later, even long after indexing ended. The page
-    load's own event (`build`) then refreshes it within the same second while indexing goes on."""
+    load's own event (`build`) then refreshes it within the same second while indexing goes on.
+
+    The line is in every language of the page (`rag.web.i18n`): the config carries its i18n key, and the key's
+    translations (which Gradio serves with the config) are the line of now, so a Chinese browser's first paint is
+    Chinese too."""
     parts = _STATUS.get(demo)
     config = getattr(demo, "config", None)
     if parts is None or not isinstance(config, dict):
         return
     progress, timer = parts
-    wanted: dict[int, dict[str, Any]] = {progress._id: {"value": indexing_line(engine)},
+    wanted: dict[int, dict[str, Any]] = {progress._id: {"value": _translated_status(_I18N.get(demo), engine)},
                                          timer._id: {"active": engine.indexing.running}}
     for component in config.get("components", []):
         for key, value in wanted.get(component.get("id"), {}).items():
             component.setdefault("props", {})[key] = value
+
+
+def _translated_status(t: gr.I18n | None, engine: Engine) -> str:
+    """The indexing line of now as the page's config carries it: its i18n key, the key's translations in `t` set
+    to the line in each language; "" when there is no line (an empty translation would show the key)."""
+    if t is None:
+        return indexing_line(engine)
+    lines = {lang: indexing_line(engine, lang) for lang in LANGUAGES}
+    for lang, line in lines.items():
+        t.translations.setdefault(lang, {})[STATUS_KEY] = line
+    return str(t(STATUS_KEY)) if lines["en"] else ""
 
 
 def keep_status_published(demo: gr.Blocks, engine: Engine, ingest: threading.Thread, every: float = 1.0) -> None:
@@ -121,19 +140,22 @@ def keep_status_published(demo: gr.Blocks, engine: Engine, ingest: threading.Thr
     threading.Thread(target=run, name="indexing-status", daemon=True).start()
 
 
-def indexing_line(engine: Engine) -> str:
-    """The line above the chat while the collection is indexed in the background, and once it is done."""
+def indexing_line(engine: Engine, lang: str = "en") -> str:
+    """The line above the chat while the collection is indexed in the background, and once it is done, in `lang`
+    (`rag.web.i18n`; a failure's message is the library's, in English)."""
     state = engine.indexing
     if state.running and state.total:
         searchable = len(engine.retriever.state.papers)
-        return (f"*Indexing the collection: {searchable:,} of {state.total:,} papers indexed; answers meanwhile "
-                "search those indexed so far.*")
+        return f"*{words('indexing_progress', lang, done=f'{searchable:,}', total=f'{state.total:,}')}*"
     if state.running:
-        return "*Reading the collection to index…*"
+        return f"*{words('indexing_reading', lang)}*"
     if state.failed:
         return f"*{inert(_without_paths(state.summary, engine.settings))}*"
     if state.summary:
-        return f"*{paper_count(engine.retriever.state.papers)} indexed.*"
+        papers = engine.retriever.state.papers
+        title_only = sum(not p.has_abstract for p in papers)
+        return "*" + words("indexed_title_only" if title_only else "indexed", lang, count=paper_count(papers),
+                           n=f"{len(papers):,}", t=f"{title_only:,}") + "*"
     return ""
 
 
@@ -188,10 +210,12 @@ class ChatApp:
 
     def stream_answer(self, message: str, history: list[dict], answers: list[dict], decisions: list[str],
                       author: str, k: float, export_id: str, model: str | None = None,
-                      question_filters: tuple[str, ...] = QUESTION_FILTERS):
-        """Ask, streaming the answer into the chat; then the cards and filter chips of the answer."""
+                      question_filters: tuple[str, ...] = QUESTION_FILTERS, request: gr.Request | None = None):
+        """Ask, streaming the answer into the chat; then the cards and filter chips of the answer, their labels in
+        the browser's language (`request`'s Accept-Language, `rag.web.i18n`)."""
         page = self.page
         assert page is not None
+        lang = request_language(request)
         answers, history = list(answers or []), list(history or [])
         # Earlier turns come from the answers kept server-side, not from the chat's rendered Markdown.
         turns = [t for a in answers for t in ({"role": "user", "content": a["question"]},
@@ -214,32 +238,33 @@ class ChatApp:
                     record = event.to_dict()
                     record["cost_usd"] = answer_cost(record["usage"], self.settings)
                     answers.append(record)
-                    history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1)}
+                    history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1, lang)}
                     yield {page.chatbot: history, page.answers: answers,
-                           page.cards: sources_panel(answers, self.related_of(answers)),
-                           page.box: "", page.export_id: export_id, **self.chip_updates(record)}
+                           page.cards: sources_panel(answers, self.related_of(answers), lang),
+                           page.box: "", page.export_id: export_id, **self.chip_updates(record, lang)}
         except Exception as exc:  # the message says what to do; the question stays in the conversation
             history[-1] = {"role": "assistant", "content": inert(public_message(exc, self.settings))}
             yield {page.chatbot: history, page.box: "", page.export_id: export_id}
 
-    def chip_updates(self, record: dict | None) -> dict:
-        """Show a removable chip for each filter the question's words set ("× Accept (Oral)"), hide the others."""
+    def chip_updates(self, record: dict | None, lang: str = "en") -> dict:
+        """Show a removable chip for each filter the question's words set ("× Accept (Oral)"), hide the others;
+        their words in `lang`."""
         assert self.page is not None
         filters = (record or {}).get("filters") or {}
         set_by_question = filters.get("from_question") or []
-        labels = {"decisions": "× " + " or ".join(filters.get("decisions") or []),
-                  "author": f"× by {filters.get('author') or ''}"}
+        labels = {"decisions": "× " + words("or", lang).join(filters.get("decisions") or []),
+                  "author": "× " + words("by_author", lang, author=filters.get("author") or "")}
         return {chip: gr.Button(value=labels[kind], visible=kind in set_by_question)
                 for chip, kind in zip(self.page.chips, QUESTION_FILTERS)}
 
     def without_filter(self, kind: str):
         """A chip's click handler: ask the last question again without the filter its words set."""
-        def handler(history, answers, decisions, author, k, export_id, model):
+        def handler(history, answers, decisions, author, k, export_id, model, request: gr.Request):
             if not answers:
                 return
             keep = tuple(f for f in QUESTION_FILTERS if f != kind)
             yield from self.stream_answer(answers[-1]["question"], history, answers, decisions, author, k,
-                                          export_id, model, question_filters=keep)
+                                          export_id, model, question_filters=keep, request=request)
         handler.__name__ = f"without_{kind}"
         return handler
 
@@ -274,9 +299,9 @@ class ChatApp:
 
     def exporter(self, kind: str):
         """An export button's click handler: the file for the hidden download button that the page then clicks."""
-        def handler(answers: list[dict], export_id: str):
+        def handler(answers: list[dict], export_id: str, request: gr.Request):
             if not answers:
-                gr.Info("Nothing to export yet: ask a question first.", duration=3)
+                gr.Info(words("nothing_to_export", request_language(request)), duration=3)
                 return None, export_id
             export_id = export_id or secrets.token_urlsafe(16)
             return self.write_export(answers, export_id, kind), export_id
@@ -297,9 +322,10 @@ class ChatApp:
                 "helpful": liked, "question": answer["question"][:FEEDBACK_TEXT_CHARS],
                 "answer": answer["answer"][:FEEDBACK_TEXT_CHARS], "mode": answer["mode"], "model": answer["model"],
                 "cited": [c["paper_id"] for c in answer["citations"]]}
+        lang = request_language(request)
         with self.feedback_lock:
             if key in self.rated:
-                gr.Info("Feedback on this answer is already saved.", duration=3)
+                gr.Info(words("feedback_again", lang), duration=3)
                 return
             try:
                 full = self.feedback_path.stat().st_size >= FEEDBACK_MAX_BYTES
@@ -308,44 +334,43 @@ class ChatApp:
             if full:
                 log.warning("%s has reached %d MB: feedback is no longer saved (move the file away to go on)",
                             self.feedback_path, FEEDBACK_MAX_BYTES // 1024 // 1024)
-                gr.Info("Feedback is not being saved right now (the server's feedback file is full).", duration=5)
+                gr.Info(words("feedback_full", lang), duration=5)
                 return
             with self.feedback_path.open("a", encoding="utf-8") as f:
                 f.write(json.dumps(line, ensure_ascii=False) + "\n")
             self.rated.add(key)
-        gr.Info("Thanks, feedback saved.", duration=3)
+        gr.Info(words("feedback_saved", lang), duration=3)
 
     def add_papers(self, files: list | None, request: gr.Request | None = None,
                    progress: gr.Progress = gr.Progress()):  # noqa: B008  (Gradio's way to ask for the progress bar)
         """Ingest uploaded files like `rag ingest`; the report names the uploaded files, not server paths. At most
         UPLOADS_PER_SESSION_HOUR uploads per browser session and UPLOADS_PER_HOUR in all per hour. While it runs,
         the report's place shows how far the embedding is, updated per batch ("Embedding 64 of 150 papers")."""
-        engine = self.engine
+        engine, lang = self.engine, request_language(request)
         paths = [Path(getattr(f, "name", f)) for f in files or []]
         if not paths:
-            return "", indexing_line(engine)
+            return "", indexing_line(engine, lang)
         if engine.indexing.running:
-            return ("The collection is still being indexed; add your papers when that has finished (the line "
-                    "above shows the progress).", indexing_line(engine))
+            return words("still_indexing", lang), indexing_line(engine, lang)
         wait = self.upload_slot(str(getattr(request, "session_hash", None) or ""))
         if wait:
-            return wait, indexing_line(engine)
+            return wait, indexing_line(engine, lang)
         try:
             def embedding(done: int, todo: int) -> None:
                 if todo:
-                    progress(done / todo, desc=f"Embedding {done:,} of {todo:,} papers")
+                    progress(done / todo, desc=words("embedding", lang, done=f"{done:,}", todo=f"{todo:,}"))
 
-            progress(0, desc="Reading the files")
+            progress(0, desc=words("reading_files", lang))
             stats = engine.ingest(paths, upload=True, progress=embedding)  # its own papers, never others'
         except Exception as exc:
-            return inert(public_message(exc, self.settings)), indexing_line(engine)
+            return inert(public_message(exc, self.settings)), indexing_line(engine, lang)
         names = {str(p): p.name for p in paths}
-        lines = [f"**Added papers** from {inert(', '.join(p.name for p in paths))}: {inert(stats.summary())}."]
+        lines = [words("added", lang, files=inert(", ".join(p.name for p in paths)), summary=inert(stats.summary()))]
         for problem in stats.problems:
             for path, name in names.items():
                 problem = problem.replace(path, name)
-            lines.append(f"- skipped {inert(problem)}")
-        return "\n".join(lines), indexing_line(engine)
+            lines.append("- " + words("skipped", lang, problem=inert(problem)))
+        return "\n".join(lines), indexing_line(engine, lang)
 
     def upload_slot(self, session: str) -> str:
         """"" when this session may upload now (the upload is then counted), else what to do instead."""
@@ -408,10 +433,11 @@ class ChatApp:
         except Exception as exc:
             raise gr.Error(public_message(exc, self.settings), print_exception=False) from None
 
-    def reset(self) -> dict:
+    def reset(self, request: gr.Request) -> dict:
         assert self.page is not None
         page = self.page
-        return {page.chatbot: [], page.answers: [], page.cards: sources_panel([]), page.export_md: None,
+        return {page.chatbot: [], page.answers: [], page.cards: sources_panel([], lang=request_language(request)),
+                page.export_md: None,
                 page.export_json: None, page.spent: "", **self.chip_updates(None)}
 
 
@@ -419,57 +445,67 @@ def build(engine: Engine) -> gr.Blocks:
     """Lay out the page and wire its events to a `ChatApp`'s handlers."""
     app = ChatApp(engine)
     settings, menu = engine.settings, app.menu
-    mode = (f"Answers written by **{inert(settings.llm_model or '')}** from the retrieved abstracts"
-            + (" (another model can be chosen under Model)" if menu.several else "")
-            if settings.llm_enabled else "**Extractive — no LLM configured**: answers quote the retrieved abstracts")
+    name = inert(settings.llm_model or "")
+    if settings.llm_enabled:
+        mode = header(f"Answers written by **{name}** from the retrieved abstracts"
+                      + (" (another model can be chosen under Model)" if menu.several else ""),
+                      f"回答由 **{name}** 根据检索到的摘要写成"
+                      + ("（可在“模型”中换用其他模型）" if menu.several else ""))
+    else:
+        mode = header("**Extractive — no LLM configured**: answers quote the retrieved abstracts",
+                      "**抽取式——未配置 LLM**：回答直接引用检索到的摘要")
+    t = page_i18n({"header": mode})  # the page's words, translated in the browser (rag.web.i18n)
     with gr.Blocks(title="Ask the ICLR 2025 abstracts", analytics_enabled=False,
                    delete_cache=(EXPORT_MAX_AGE // 2, EXPORT_MAX_AGE)) as demo:
         answers = gr.State([])
         export_id = gr.State("")
-        gr.Markdown(f"## Ask the ICLR 2025 abstracts\n{mode}. Every claim cites a retrieved paper as [n].",
-                    elem_id="header")
-        progress = gr.Markdown(indexing_line(engine), elem_id="indexing")
+        gr.Markdown(t("header"), elem_id="header")
+        progress = gr.Markdown(_translated_status(t, engine), elem_id="indexing")
         with gr.Row():
             with gr.Column(scale=3):
                 # latex_delimiters=[]: TeX from papers is shown as plain text (`rag.web.render.plain`), never typeset
                 # by KaTeX from a paper's own `$$...$$` (which could draw over the page).
-                chatbot = gr.Chatbot(label="Conversation", height=560, elem_id="chat", sanitize_html=True,
+                chatbot = gr.Chatbot(label=t("chat"), height=560, elem_id="chat", sanitize_html=True,
                                      latex_delimiters=[],
                                      feedback_options=("Like", "Dislike"), buttons=["copy"])
                 with gr.Row(elem_id="chips"):  # filters the last question's words set; a click asks without it
                     chips = [gr.Button("", size="sm", visible=False, elem_id=f"chip-{kind}", elem_classes="chip")
                              for kind in QUESTION_FILTERS]
                 with gr.Row(elem_id="ask-row"):  # first on a phone (rag.web.render.CSS)
-                    box = gr.Textbox(placeholder="Ask about the papers…", show_label=False, scale=6,
+                    box = gr.Textbox(placeholder=t("question"), show_label=False, scale=6,
                                      elem_id="question", max_length=100_000, submit_btn=False)
-                    send = gr.Button("Ask", variant="primary", scale=1, elem_id="ask")
-                gr.Examples(EXAMPLES, inputs=box, label="Examples")
+                    send = gr.Button(t("ask"), variant="primary", scale=1, elem_id="ask")
+                gr.Examples(EXAMPLES, inputs=box, label=t("examples"))
                 with gr.Row():
-                    export_buttons = [gr.Button("Export Markdown", elem_id="export-md", size="sm"),
-                                      gr.Button("Export JSON", elem_id="export-json", size="sm")]
+                    export_buttons = [gr.Button(t("export_md"), elem_id="export-md", size="sm"),
+                                      gr.Button(t("export_json"), elem_id="export-json", size="sm")]
                     # The files, made on the click (ChatApp.write_export) and downloaded by these hidden buttons.
-                    export_md = gr.DownloadButton("Markdown file", elem_id="export-md-file", visible="hidden")
-                    export_json = gr.DownloadButton("JSON file", elem_id="export-json-file", visible="hidden")
-                    clear = gr.Button("New conversation", size="sm", elem_id="clear")
-                    upload = gr.UploadButton("Add papers", size="sm", elem_id="add-papers", file_count="multiple",
+                    export_md = gr.DownloadButton(t("md_file"), elem_id="export-md-file", visible="hidden")
+                    export_json = gr.DownloadButton(t("json_file"), elem_id="export-json-file", visible="hidden")
+                    clear = gr.Button(t("clear"), size="sm", elem_id="clear")
+                    upload = gr.UploadButton(t("add_papers"), size="sm", elem_id="add-papers", file_count="multiple",
                                              file_types=sorted(SUPPORTED_SUFFIXES))
                 spent = gr.Markdown("", elem_id="session-totals")
                 added = gr.Markdown("", elem_id="added")
             with gr.Column(scale=2):
-                model = gr.Dropdown(menu.choices, value=menu.default or None, label="Model", elem_id="model",
+                model = gr.Dropdown(menu.choices, value=menu.default or None, label=t("model"), elem_id="model",
                                     visible=menu.several, interactive=True)
-                with gr.Accordion("Filters", open=True):
-                    decisions = gr.CheckboxGroup(DECISIONS, label="Decision (none = all)", elem_id="decision")
-                    author = gr.Textbox(label="Author name contains", elem_id="author")
-                    k = gr.Slider(1, 20, value=settings.k, step=1, label="Papers to retrieve", elem_id="k")
-                cards = gr.HTML(sources_panel([]), elem_id="sources")
-        with gr.Accordion("Map of the collection", open=True, elem_id="map-panel"):
+                with gr.Accordion(t("filters"), open=True):
+                    decisions = gr.CheckboxGroup(DECISIONS, label=t("decision"), elem_id="decision")
+                    author = gr.Textbox(label=t("author"), elem_id="author")
+                    k = gr.Slider(1, 20, value=settings.k, step=1, label=t("k"), elem_id="k")
+                cards = gr.HTML(f'<p class="src-empty">{t("sources_empty")}</p>', elem_id="sources")
+        with gr.Accordion(t("map"), open=True, elem_id="map-panel"):
             mapview = MapPanel(engine)
             map_html = mapview.render()
         app.page = Page(chatbot, answers, cards, export_md, export_json, box, export_id, spent, chips)
 
         outputs = [chatbot, answers, cards, box, export_id, *chips]
-        totals = dict(fn=lambda a: session_line(a, settings), inputs=answers, outputs=spent, api_visibility="private")
+
+        def session_now(answers: list[dict], request: gr.Request) -> str:
+            return session_line(answers, settings, request_language(request))
+
+        totals = dict(fn=session_now, inputs=answers, outputs=spent, api_visibility="private")
         map_state: dict[str, Any] = dict(fn=mapview.state, inputs=[answers, decisions, author], outputs=map_html,
                                          api_visibility="private", show_progress="hidden")
         for trigger in (send.click, box.submit):
@@ -500,12 +536,16 @@ def build(engine: Engine) -> gr.Blocks:
         upload.upload(app.add_papers, [upload], [added, progress], api_visibility="private", concurrency_limit=1
                       ).then(None, None, None, js=into_view)
         timer = gr.Timer(2.0, active=engine.indexing.running)
-        status: dict[str, Any] = dict(fn=lambda: (indexing_line(engine), gr.Timer(active=engine.indexing.running)),
-                                      inputs=None, outputs=[progress, timer], api_visibility="private",
+
+        def status_now(request: gr.Request):
+            return indexing_line(engine, request_language(request)), gr.Timer(active=engine.indexing.running)
+
+        status: dict[str, Any] = dict(fn=status_now, inputs=None, outputs=[progress, timer], api_visibility="private",
                                       show_progress="hidden")
         timer.tick(**status)
         demo.load(**status)  # the line as it is when the page loads (its config may be a second old)
     _STATUS[demo] = (progress, timer)
+    _I18N[demo] = t
     return demo
 
 
@@ -571,7 +611,7 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
     with _patient_self_check():
         demo.launch(server_name=engine.settings.host, server_port=engine.settings.port, share=False, auth=auth,
                     prevent_thread_lock=True, ssr_mode=False, mcp_server=False, quiet=True, css=CSS,
-                    footer_links=["api"], max_file_size=MAX_UPLOAD,
+                    footer_links=["api"], max_file_size=MAX_UPLOAD, i18n=_I18N.get(demo),
                     app_kwargs={"middleware": [Middleware(Guard, hosts=allowed_hosts(engine.settings.host,
                                                                                       engine.settings.allowed_hosts))]})
     if ingest is not None:

@@ -18,6 +18,7 @@ import re
 
 from rag.generation.cost import money
 from rag.text import BIDI_CONTROLS, first_sentence, link_label, split_sentences, strip_bidi, tokenize
+from rag.web.i18n import words
 
 CSS = """
 .src-card {border: 1px solid var(--border-color-primary); border-radius: 8px; padding: 10px 12px; margin: 0 0 10px 0;}
@@ -113,77 +114,85 @@ def _badge(decision: str, cls: str = "badge") -> str:
 CARDS_PER_PAGE = 5  # source cards shown at first; each "Show more" shows this many more
 
 
-def source_cards(answer: dict, turn: int, related: dict[str, list[dict]] | None = None) -> str:
+def source_cards(answer: dict, turn: int, related: dict[str, list[dict]] | None = None, lang: str = "en") -> str:
     """The cards of one answer's sources: cited ones first, then the rest of what was retrieved. The first
     CARDS_PER_PAGE are shown; the others come CARDS_PER_PAGE at a time behind nested "Show more" <details> (no
     script: a [n] link to a card not yet shown opens its <details>, as browsers do for a fragment inside one).
-    `related`: each paper's nearest papers (`rag.explore.related`), listed under its card's "Related"."""
+    `related`: each paper's nearest papers (`rag.explore.related`), listed under its card's "Related". The cards'
+    own words are in `lang`; the papers' text stays as written."""
     cited = {c["n"] for c in answer["citations"]}
     ordered = sorted(answer["sources"], key=lambda s: (s["n"] not in cited, s["n"]))
     outcome = answer.get("outcome") or ("not_covered" if answer.get("abstained") else "answered")
-    cards = [_card(s, turn, answer["question"], s["n"] in cited, (related or {}).get(s["paper_id"]), outcome)
-             for s in ordered]
+    cards = [_card(s, turn, answer["question"], s["n"] in cited, (related or {}).get(s["paper_id"]), outcome,
+                   lang) for s in ordered]
     html_out = ""
     for start in reversed(range(CARDS_PER_PAGE, len(cards), CARDS_PER_PAGE)):  # innermost page first
         end = min(start + CARDS_PER_PAGE, len(cards))
-        html_out = (f'<details class="src-more"><summary>Show {end - start} more sources ({start + 1}–{end} of '
-                    f'{len(cards)})</summary>' + "\n".join(cards[start:end]) + html_out + "</details>")
+        more = words("show_more", lang, n=end - start, first=start + 1, last=end, total=len(cards))
+        html_out = (f'<details class="src-more"><summary>{more}</summary>' + "\n".join(cards[start:end]) + html_out
+                    + "</details>")
     return "\n".join(cards[:CARDS_PER_PAGE] + ([html_out] if html_out else []))
 
 
-def related_list(related: list[dict] | None) -> str:
+def related_list(related: list[dict] | None, lang: str = "en") -> str:
     """The "Related" control under a card (after it, so a card's own links and badges stay its own): the nearest
     papers (`rag.explore.related.Related.to_dict()["related"]`), each as a small card of its own, shown on expand.
     Escaped like every card."""
     if not related:
         return ""
-    return (f'<details class="src-related"><summary>Related ({len(related)})</summary>'
-            + "".join(paper_card(r) for r in related) + "</details>")
+    return (f'<details class="src-related"><summary>{words("related", lang, n=len(related))}</summary>'
+            + "".join(paper_card(r, lang=lang) for r in related) + "</details>")
 
 
-def paper_card(p: dict, related: list[dict] | None = None) -> str:
+def paper_card(p: dict, related: list[dict] | None = None, lang: str = "en") -> str:
     """A paper's card outside an answer (a related paper, a point of the map): title, decision, authors, link,
     similarity, first sentence, the abstract on expand, and its own related papers when given."""
     link = _openreview(p.get("url") or "")
-    score = f' · similarity {p["score"]:.2f}' if isinstance(p.get("score"), (int, float)) else ""
+    score = (" · " + words("similarity", lang, score=f'{p["score"]:.2f}')
+             if isinstance(p.get("score"), (int, float)) else "")
     if p.get("has_abstract", True) and p.get("abstract"):
-        body = _preview(p["abstract"]) + _abstract(p["abstract"])
+        body = _preview(p["abstract"]) + _abstract(p["abstract"], lang)
     else:
-        body = TITLE_ONLY
+        body = title_only(lang)
     return (f'<div class="rel-card" data-paper="{html.escape(p["paper_id"], quote=True)}">'
             f'<div class="src-head"><span class="src-title">{_esc(plain(p["title"]))}</span>'
             f'{_badge(p.get("decision") or "", "rel-badge")}</div>'
-            f'<div class="src-meta">{_authors(p)}{link}{score}</div>{body}</div>{related_list(related)}')
+            f'<div class="src-meta">{_authors(p, lang)}{link}{score}</div>{body}</div>{related_list(related, lang)}')
 
 
-def _score(score: float, outcome: str) -> str:
+def _score(score: float, outcome: str, lang: str = "en") -> str:
     """What a card says of its paper's score: the fused retrieval score, scaled so that the best paper of every
     search has 1.00. Next to an answer that is unsure or not covered a bare "1.00" read as certainty (issue 29), so
     there it says what the number is."""
     if outcome == "answered":
-        return f"score {score:.2f}"
-    return (f'<span class="src-score" title="how well this paper matches the words of the question, relative to the '
-            f'best match; it does not say that the paper answers it">match {score:.2f} (retrieval, not an answer)'
-            "</span>")
+        return words("score", lang, score=f"{score:.2f}")
+    return (f'<span class="src-score" title="{html.escape(words("match_title", lang), quote=True)}">'
+            f'{words("match", lang, score=f"{score:.2f}")}</span>')
 
 
 def _card(s: dict, turn: int, question: str, cited: bool, related: list[dict] | None = None,
-          outcome: str = "answered") -> str:
+          outcome: str = "answered", lang: str = "en") -> str:
     link = _openreview(s["url"])
     if s.get("has_abstract", True):
         body = (("" if s["has_title"] else _preview(s["text"]))
-                + f'<div class="src-snippet">{highlight(plain(s["snippet"]), question)}</div>' + _abstract(s["text"]))
+                + f'<div class="src-snippet">{highlight(plain(s["snippet"]), question)}</div>'
+                + _abstract(s["text"], lang))
     else:
-        body = TITLE_ONLY
+        body = title_only(lang)
     return (f'<div class="src-card" id="src-{turn}-{s["n"]}">'
             f'<div class="src-head"><span class="src-n">[{s["n"]}]</span>'
             f'<span class="src-title">{_esc(plain(s["title"]))}</span>{_badge(s["decision"])}</div>'
-            f'<div class="src-meta">{_authors(s)}{link} · {_score(s["score"], outcome)}'
-            f'{(" · cited" if outcome == "answered" else " · cited as closest") if cited else ""}</div>'
-            f"{body}</div>{related_list(related)}")
+            f'<div class="src-meta">{_authors(s, lang)}{link} · {_score(s["score"], outcome, lang)}'
+            f'{(" · " + words("cited" if outcome == "answered" else "cited_closest", lang)) if cited else ""}</div>'
+            f"{body}</div>{related_list(related, lang)}")
 
 
-TITLE_ONLY = '<div class="src-note">Title and authors only: the sources have no abstract for this paper.</div>'
+def title_only(lang: str = "en") -> str:
+    """A card's body for a paper without an abstract."""
+    return f'<div class="src-note">{words("title_only", lang)}</div>'
+
+
+TITLE_ONLY = title_only()
 
 
 def _openreview(url: str) -> str:
@@ -199,8 +208,9 @@ def _preview(abstract: str) -> str:
     return f'<div class="src-preview">{_esc(plain(first_sentence(abstract)))}</div>'
 
 
-def _abstract(abstract: str) -> str:
-    return f'<details class="src-abstract"><summary>Abstract</summary>{_esc(plain(abstract))}</details>'
+def _abstract(abstract: str, lang: str = "en") -> str:
+    return (f'<details class="src-abstract"><summary>{words("abstract", lang)}</summary>{_esc(plain(abstract))}'
+            "</details>")
 
 
 # A card shows at most this many authors (the first 8, the rest on expand), each cut to NAME_CHARS: a record with
@@ -209,50 +219,55 @@ def _abstract(abstract: str) -> str:
 AUTHORS_SHOWN, NAME_CHARS = 100, 120
 
 
-def _authors(s: dict) -> str:
+def _authors(s: dict, lang: str = "en") -> str:
     """The authors: the first 8 shown, the rest (up to AUTHORS_SHOWN) on expand. The bundled ICLR 2025 list does not
     know the papers' author order (its source lists names partly alphabetically), so its cards say so."""
     every = s["authors"]
     names = [_esc(a if len(a) <= NAME_CHARS else a[:NAME_CHARS - 1] + "…") for a in every[:AUTHORS_SHOWN]]
     if not names:
-        return "authors unknown"
+        return words("authors_unknown", lang)
     unordered = bool(s.get("enriched_from")) or str(s.get("venue", "")).startswith("ICLR 2025")
-    label = "Authors (order not known): " if unordered else ""
+    label = words("authors_unordered", lang) if unordered else ""
     if len(names) <= 8:
         return label + ", ".join(names)
-    rest = ", ".join(names[8:]) + (f" … and {len(every) - len(names)} more" if len(every) > len(names) else "")
+    rest = ", ".join(names[8:]) + (words("and_more", lang, n=len(every) - len(names)) if len(every) > len(names)
+                                   else "")
     return (f'<details class="src-authors"><summary>{label}{", ".join(names[:8])} … '
             f'(+{len(every) - 8})</summary>{rest}</details>')
 
 
-def sources_panel(answers: list[dict], related: dict[str, list[dict]] | None = None) -> str:
+def sources_panel(answers: list[dict], related: dict[str, list[dict]] | None = None, lang: str = "en") -> str:
+    """The panel beside the chat: the latest answer's source cards, earlier answers' behind their question. Its
+    headings in `lang` (`rag.web.i18n`)."""
     if not answers:
-        return '<p class="src-empty">Sources of the latest answer appear here.</p>'
+        return f'<p class="src-empty">{words("sources_empty", lang)}</p>'
     latest = len(answers) - 1
-    parts = [f"<h3>Sources of answer {latest + 1}</h3>", source_cards(answers[latest], latest, related)]
+    parts = [f"<h3>{words('sources_of', lang, n=latest + 1)}</h3>",
+             source_cards(answers[latest], latest, related, lang)]
     for turn in range(latest - 1, -1, -1):
-        parts.append(f'<details class="turn-sources"><summary>Sources of answer {turn + 1}: '
+        parts.append(f'<details class="turn-sources"><summary>{words("sources_of", lang, n=turn + 1)}: '
                      f'{_esc(answers[turn]["question"][:80])}</summary>'
-                     f"{source_cards(answers[turn], turn, related)}</details>")
+                     f"{source_cards(answers[turn], turn, related, lang)}</details>")
     return "\n".join(parts)
 
 
-def answer_markdown(answer: dict, turn: int) -> str:
+def answer_markdown(answer: dict, turn: int, lang: str = "en") -> str:
     """The chat message of a finished answer: escaped text with [n] linked to its card, notices, a footer. A
-    refusal lists the nearest papers as links to their cards and to OpenReview."""
+    refusal lists the nearest papers as links to their cards and to OpenReview. The outcome label and the app's
+    headings are in `lang` (`rag.web.i18n`); the answer's text stays as written."""
     text = _CITED.sub(lambda m: "[" + ", ".join(
         f'<a href="#src-{turn}-{n}">{n}</a>' for n in m.group(1).split(", ")) + "]",
         _marked(answer["answer"], answer.get("unsupported") or [], _own_markers(answer)))
     text = text.replace(_OPEN, "&#91;").replace(_CLOSE, "&#93;")
     text = text.replace("\n\n", "\x00").replace("\n", "  \n").replace("\x00", "\n\n")  # list lines stay lines
-    parts = [outcome_badge(answer)]
+    parts = [outcome_badge(answer, lang)]
     parts += [f"*{inert(n)}*" for n in answer["notices"]]
     parts.append(text)
-    searched = search_line(answer)
+    searched = search_line(answer, lang)
     if searched:
         parts.append(f'<span class="searched">{searched}</span>')
     if answer["abstained"] and answer["sources"]:
-        parts.append("Nearest papers:\n\n" + "\n".join(
+        parts.append(words("nearest", lang) + "\n\n" + "\n".join(
             f'- <a href="#src-{turn}-{s["n"]}">[{s["n"]}]</a> {inert(plain(s["title"]))}'
             + _openreview(s["url"]) for s in answer["sources"][:5]))
     if answer["fabricated"]:
@@ -260,38 +275,40 @@ def answer_markdown(answer: dict, turn: int) -> str:
     if answer.get("unsupported"):
         parts.append(f"<sub>{UNSUPPORTED_MARK.strip()} the sources it cites do not clearly support this sentence "
                      "(a number, a name or a claim not found in their abstracts): check it there.</sub>")
-    parts.append(f"<sub>{inert(footer(answer))}</sub>")
+    parts.append(f"<sub>{inert(footer(answer, lang))}</sub>")
     return "\n\n".join(parts)
 
 
-# The label on each answer, by `Answer.outcome`: its class gives each outcome its look (CSS above).
-OUTCOME_LABELS = {"answered": "Answered from the papers", "unsure": "Unsure: no paper clearly answers this",
-                  "not_covered": "Not covered by the collection"}
+# The outcomes an answer can have (`Answer.outcome`); each one's label is `rag.web.i18n` "outcome_<name>", its look
+# the class `outcome-<name>` (CSS above).
+OUTCOMES = ("answered", "unsure", "not_covered")
 
 
-def outcome_badge(answer: dict) -> str:
-    """The answer's outcome as a label with a class of its own (`outcome-answered`, `outcome-unsure`,
+def outcome_badge(answer: dict, lang: str = "en") -> str:
+    """The answer's outcome as a label in `lang` with a class of its own (`outcome-answered`, `outcome-unsure`,
     `outcome-not_covered`); an answer recorded before outcomes existed reads as `abstained` said."""
     outcome = answer.get("outcome") or ("not_covered" if answer.get("abstained") else "answered")
-    return f'<span class="outcome outcome-{outcome}">{OUTCOME_LABELS.get(outcome, outcome)}</span>'
+    label = words(f"outcome_{outcome}", lang) if outcome in OUTCOMES else html.escape(str(outcome))
+    return f'<span class="outcome outcome-{html.escape(str(outcome), quote=True)}">{label}</span>'
 
 
-def search_line(answer: dict) -> str:
+def search_line(answer: dict, lang: str = "en") -> str:
     """What was searched, when it is not the question as typed: the filters the question's words set, the
-    previous answer's papers a follow-up was answered from, the words searched. Escaped."""
+    previous answer's papers a follow-up was answered from, the words searched. Escaped; its own words in `lang`."""
     bits = []
     filters = answer.get("filters") or {}
     if "decisions" in filters.get("from_question", []):
-        bits.append("only " + " or ".join(inert(d) for d in filters["decisions"])
-                    + (", then any decision (none matched)" if "decisions" in filters.get("widened", []) else ""))
+        bits.append(words("only_decisions", lang, decisions=words("or", lang).join(
+            inert(d) for d in filters["decisions"]))
+                    + (words("widened", lang) if "decisions" in filters.get("widened", []) else ""))
     if "author" in filters.get("from_question", []):
-        bits.append(f"only papers by {inert(filters['author'])}")
+        bits.append(words("only_author", lang, author=inert(filters["author"])))
     if answer.get("focus"):
         n = len(answer["focus"])
-        bits.append(f"within the previous answer's {'paper' if n == 1 else f'{n} papers'}")
+        bits.append(words("focus_one", lang) if n == 1 else words("focus_many", lang, n=n))
     if answer.get("retrieval_query"):
         bits.append(f"“{inert(answer['retrieval_query'])}”")
-    return "Searched: " + "; ".join(bits) if bits else ""
+    return words("searched", lang) + words("semicolon", lang).join(bits) if bits else ""
 
 
 # After each sentence of an LLM answer that the support check (`rag.generation.support`) could not match to its sources:
@@ -360,7 +377,9 @@ def _quoted_spans(text: str, sources: list[dict]) -> list[tuple[int, int]]:
     return spans
 
 
-def footer(answer: dict) -> str:
+def footer(answer: dict, lang: str = "en") -> str:
+    """The line under an answer: which mode answered, its times, tokens, cost and (when not answered) its outcome
+    in `lang`. The export keeps the English line."""
     t, usage = answer["timings"], answer.get("usage") or {}
     bits = [f"{answer['model']} (LLM)" if answer["mode"] == "llm" else "extractive"]
     if "ttft_ms" in t:
@@ -373,9 +392,9 @@ def footer(answer: dict) -> str:
     if answer.get("cost_usd") is not None:
         bits.append(money(answer["cost_usd"]))
     if answer["abstained"]:
-        bits.append("not covered by the collection")
+        bits.append(words("footer_not_covered", lang))
     elif answer.get("outcome") == "unsure":
-        bits.append("unsure: the closest papers, none clearly answering")
+        bits.append(words("footer_unsure", lang))
     return " · ".join(bits)
 
 

@@ -17,6 +17,7 @@ import threading
 from rag.generation.cost import money, totals
 from rag.generation.llm import LLMError
 from rag.engine import Engine
+from rag.web.i18n import words
 
 log = logging.getLogger("rag.web")
 
@@ -58,15 +59,16 @@ class ModelMenu:
             return self._engines[model]
 
 
-def session_line(answers: list[dict], settings) -> str:
-    """'This session: 3 answers · 4,210 tokens in + 380 out · 12.3 s · $0.0012' (Markdown, no user text in it)."""
+def session_line(answers: list[dict], settings, lang: str = "en") -> str:
+    """'This session: 3 answers · 4,210 tokens in + 380 out · 12.3 s · $0.0012' (Markdown, no user text in it), in
+    `lang` (`rag.web.i18n`)."""
     if not answers:
         return ""
     t = totals(answers, settings)
-    bits = [f"{t['answers']} answer{'s' if t['answers'] != 1 else ''}"]
+    bits = [words("session_answers", lang, n=t["answers"], s="s" if t["answers"] != 1 else "")]
     if t["llm_answers"]:
-        bits.append(f"{t['prompt_tokens']:,} tokens in + {t['completion_tokens']:,} out")
+        bits.append(words("session_tokens", lang, i=f"{t['prompt_tokens']:,}", o=f"{t['completion_tokens']:,}"))
     bits.append(f"{t['seconds']:.1f} s")
     if t["cost_usd"] is not None:
         bits.append(money(t["cost_usd"]))
-    return "<sub>This session: " + " · ".join(bits) + "</sub>"
+    return "<sub>" + words("session", lang) + " · ".join(bits) + "</sub>"

@@ -104,3 +104,38 @@ def test_the_markdown_export_is_plain_text_and_renders_as_that_text_with_nothing
     # (`plain` shows TeX and **emphasis** of paper text as plain text, in the export as on the page)
     assert said in text and f"{plain(hostile)} [2]." in text and "<b>Evil</b> title" in text
     assert all(line.strip() in text for line in lines)
+
+
+def test_the_outcome_label_and_headings_follow_the_language_and_paper_text_stays_as_written():
+    from rag.web.i18n import SERVER_WORDS, language
+    from rag.web.render import sources_panel
+
+    assert language("zh-CN,zh;q=0.9,en;q=0.8") == "zh" and language("en-US,en;q=0.9") == "en"
+    assert language("fr-FR,zh;q=0.5,en;q=0.7") == "en" and language("fr, zh-TW;q=0.8") == "zh"
+    assert language(None) == "en" and language("de;q=bad") == "en"
+    assert all(zh and en != zh for en, zh in SERVER_WORDS.values())  # every phrase has its Chinese
+    hostile = source(1, title="<b>Zebra</b> stripes [x](http://evil.example)")
+    for outcome, zh in (("answered", "已根据论文回答"), ("unsure", "不确定"), ("not_covered", "论文集未涉及")):
+        record = {**answer("Zebra stripes confuse flies [1].", [hostile], [1]), "outcome": outcome,
+                  "abstained": outcome == "not_covered"}
+        md = answer_markdown(record, 0, "zh")
+        assert f'<span class="outcome outcome-{outcome}">{zh}' in md
+        assert "Zebra stripes confuse flies" in md and "Answered" not in md
+        assert ("最接近的论文：" in md) == (outcome == "not_covered")
+        assert answer_markdown(record, 0).count("outcome-") == 1 and "已根据" not in answer_markdown(record, 0)
+    panel = sources_panel([answer("x [1].", [hostile], [1])], lang="zh")
+    assert "<h3>回答 1 的来源</h3>" in panel and "&lt;b&gt;Zebra&lt;/b&gt; stripes" in panel and "<b>" not in panel
+    assert "Sources of answer 1" in sources_panel([answer("x [1].", [hostile], [1])])
+    assert "最新回答" in sources_panel([], lang="zh")
+    # The cards' own words too; English cards are as they were.
+    many = [source(i, authors=[f"A{j}" for j in range(12)]) for i in range(1, 8)]
+    zh_cards, en_cards = (source_cards(answer("x [1].", many, [1]), 0, lang=lang) for lang in ("zh", "en"))
+    for word in ("得分 0.90", "已引用", "<summary>摘要</summary>", "再显示 2 个来源（第 6–7 个，共 7 个）"):
+        assert word in zh_cards, word
+    assert "score 0.90 · cited" in en_cards and "Show 2 more sources (6–7 of 7)" in en_cards
+    assert "Abstract of paper 1." in zh_cards  # the paper's text as written
+    filtered = {**answer("x [1].", [source(1)], [1]), "focus": ["p1", "p2"],
+                "filters": {"from_question": ["author"], "author": "Ada <b>"}}
+    assert "检索范围：仅限 Ada &#60;b&#62; 的论文；在上一个回答的 2 篇论文之内" in answer_markdown(filtered, 0, "zh")
+    assert "Searched: only papers by Ada &#60;b&#62;; within the previous answer's 2 papers" in answer_markdown(
+        filtered, 0)

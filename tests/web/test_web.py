@@ -20,6 +20,7 @@ from fake_openai import FakeOpenAI
 
 from rag.config import Settings
 from rag.engine import Engine
+from rag.web.i18n import SERVER_WORDS
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 SAE = "Is there work on making sparse autoencoders cheaper to train?"
@@ -643,15 +644,17 @@ def test_a_page_loaded_after_indexing_first_shows_it_done_and_the_console_says_s
             time.sleep(0.2)
         assert not engine.indexing.running
         time.sleep(1.5)  # the config is published once the ingest has ended (at most a second later)
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-        context.add_init_script(RECORD_INDEXING_LINE)
-        page = context.new_page()
-        page.goto(f"http://127.0.0.1:{engine.settings.port}/")
-        page.wait_for_selector("#question textarea")
-        page.wait_for_timeout(3000)  # past the old timer's first tick
-        seen = page.evaluate("window.__indexing")
-        assert seen == ["46 papers indexed."], seen[:12]
-        context.close()
+        # A Chinese browser's first paint is its own language's line too (the config carries the line's i18n key).
+        for locale, line in (("en-US", "46 papers indexed."), ("zh-CN", "已索引 46 篇论文。")):
+            context = browser.new_context(viewport={"width": 1400, "height": 1000}, locale=locale)
+            context.add_init_script(RECORD_INDEXING_LINE)
+            page = context.new_page()
+            page.goto(f"http://127.0.0.1:{engine.settings.port}/")
+            page.wait_for_selector("#question textarea")
+            page.wait_for_timeout(3000)  # past the old timer's first tick
+            seen = page.evaluate("window.__indexing")
+            assert seen == [line], (locale, seen[:12])
+            context.close()
     finally:
         gate.set()
         demo.close()
@@ -903,3 +906,55 @@ def test_twenty_sources_come_five_at_a_time_behind_show_more(page):
     page.evaluate(f"location.hash = '#{last}'")
     page.wait_for_function(f"document.getElementById('{last}').checkVisibility()", timeout=5_000)
     assert len(shown()) == 20
+
+
+# What a Chinese browser reads on the page (rag.web.i18n), and what an English one still reads.
+PAGE_LABELS = {
+    "zh-CN": {"#ask": "提问", "#clear": "新对话", "#add-papers": "添加论文", "#export-md": "导出 Markdown",
+              "#header": "向 ICLR 2025 论文摘要提问", "#author": "作者姓名包含", "#decision": "录用类型",
+              "#k": "检索的论文数", "#sources": "最新回答的来源", "#map-panel": "论文集地图"},
+    "en-US": {"#ask": "Ask", "#clear": "New conversation", "#add-papers": "Add papers",
+              "#export-md": "Export Markdown", "#header": "Ask the ICLR 2025 abstracts",
+              "#author": "Author name contains", "#decision": "Decision (none = all)", "#k": "Papers to retrieve",
+              "#sources": "Sources of the latest answer", "#map-panel": "Map of the collection"},
+}
+OUTCOME_ZH = {"answered": "已根据论文回答", "unsure": "不确定", "not_covered": "论文集未涉及"}
+
+
+@pytest.mark.parametrize("locale", ["zh-CN", "en-US"])
+def test_the_page_speaks_the_browsers_language_and_paper_text_stays_as_written(browser, app, locale):
+    context = browser.new_context(locale=locale, viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        page.goto(app[0] + "/")
+        page.wait_for_selector("#question textarea")
+        zh = locale.startswith("zh")
+        for selector, text in PAGE_LABELS[locale].items():
+            page.wait_for_function("([s, t]) => document.querySelector(s)?.innerText.includes(t)", arg=[selector, text],
+                                   timeout=30_000)
+        other = PAGE_LABELS["en-US" if zh else "zh-CN"]
+        body = page.inner_text("body")
+        assert not any(text in body for key, text in other.items() if key not in ("#ask", "#export-md")), body
+        assert page.get_attribute("#question textarea", "placeholder") == ("就这些论文提问…" if zh
+                                                                           else "Ask about the papers…")
+        assert "Filters" not in page.inner_text("body") if zh else "Filters" in page.inner_text("body")
+        page.fill("#question textarea", SAE)
+        page.click("#ask")
+        done = ["回答 1 的来源", "本次会话：1 个回答"] if zh else ["Sources of answer 1", "This session: 1 answer"]
+        page.wait_for_function("([h, s]) => document.querySelector('#sources h3')?.innerText.includes(h) && "
+                               "document.querySelector('#session-totals').innerText.includes(s)", arg=done,
+                               timeout=90_000)
+        badge = page.locator("#chat [data-testid=bot] .outcome").last
+        outcome = next(c.removeprefix("outcome-") for c in (badge.get_attribute("class") or "").split()
+                       if c.startswith("outcome-"))
+        label = badge.inner_text()
+        assert label.startswith(OUTCOME_ZH[outcome] if zh else SERVER_WORDS[f"outcome_{outcome}"][0]), label
+        # The paper's own title stays as written, in English, in a Chinese page too; the card's words follow.
+        cards = page.inner_text("#sources")
+        assert "Efficient Dictionary Learning with Switch Sparse Autoencoders" in cards
+        assert ("摘要" in cards and ("得分" in cards or "匹配度" in cards)) if zh else "Abstract" in cards, cards
+        page.click("#clear")
+        page.wait_for_function("([t]) => document.querySelector('#sources .src-empty')?.innerText.includes(t)",
+                               arg=[PAGE_LABELS[locale]["#sources"]], timeout=30_000)
+    finally:
+        context.close()
