@@ -269,10 +269,11 @@ def test_a_follow_up_about_the_paper_answers_from_the_paper_of_the_previous_answ
 
 def test_a_comparison_of_two_papers_the_collection_has_is_answered_even_if_the_gates_would_refuse(
         embedded_seed_engine, monkeypatch):
-    from rag.answering import abstain
+    from rag.answering import compose
 
-    # The learned gate refused 3 held-out comparisons whose two papers ranked first and second: make it refuse all.
-    monkeypatch.setattr(abstain, "refuses", lambda retrieval, threshold=None: True)
+    # The learned gate refused 3 held-out comparisons whose two papers ranked first and second: make the gates'
+    # decision (`rag.answering.extractive.decide`, the three outcomes) "not covered" for every question.
+    monkeypatch.setattr(compose, "decide", lambda retrieval, settings: "not_covered")
     engine = embedded_seed_engine
     both = engine.ask("How do AERCA and Time-MoE differ?")
     assert both.answer_type == "compare" and not both.abstained
