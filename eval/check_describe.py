@@ -2,8 +2,9 @@
 
     python eval/check_describe.py [SET.jsonl ...] [--corpus rag/data/iclr2025.jsonl]
 
-Without arguments it checks eval/questions/describe_dev.jsonl and describe_heldout.jsonl. A question is checked
-against its paper: the gold paper of an answerable question, the `about` paper of a near miss. The rule, exactly:
+Without arguments it checks eval/questions/describe_dev.jsonl, describe_heldout.jsonl and describe_final.jsonl. A
+question is checked against its paper: the gold paper of an answerable question, the `about` paper of a near miss.
+The rule, exactly:
 
 1. Tokens. Text is split into runs of ASCII letters and digits (hyphens, apostrophes, slashes split words;
    Chinese characters are not tokens), lowercased and reduced by `stem` (a light suffix rule: plural, -ing, -ed,
@@ -27,7 +28,7 @@ against its paper: the gold paper of an answerable question, the `about` paper o
    `allowed_terms` ({"term": "reason"}), for when no everyday word exists.
 
 Also checked: the question's paper is used by no other set in eval/questions/ (as gold, about, cited, relevant or
-pid) nor by the other describe set; a "none" question carries `near_miss` (bool); a near miss names its `about`
+pid) nor by another describe set; a "none" question carries `near_miss` (bool); a near miss names its `about`
 paper and has `absent_terms` none of which occurs in that paper's title or abstract; any other "none" question
 has `absent_terms` none of which occurs in any title or abstract (whole word, any case, plural -s/-es).
 Prints one line per problem and exits 1 on any problem.
@@ -43,7 +44,8 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SETS = [ROOT / "eval" / "questions" / name for name in ("describe_dev.jsonl", "describe_heldout.jsonl")]
+SETS = [ROOT / "eval" / "questions" / name for name in ("describe_dev.jsonl", "describe_heldout.jsonl",
+                                                                 "describe_final.jsonl")]
 COMMON_DF = 0.02  # a name or 3-gram used by this share of papers or more is the field's, not the paper's
 RARE_DF = 0.005  # a word used by fewer papers than this share is a rare term
 STOP = frozenset("""

@@ -7,8 +7,8 @@ Each dev question is asked as `rag eval` asks it (`Engine.ask`, k = 10, a follow
 inputs of every outcome decision the app makes (`rag.answering.extractive.decide`: the gate's probability, whether
 the best sentence is below the confidence bar) are recorded; the cut points are then swept over those records,
 no question being asked twice. The choice minimises the cost over all dev questions, a false "not covered" on an
-answerable question costing more than an "unsure" (COSTS). The held-out sets (any *heldout* file) are refused:
-nothing is tuned on them.
+answerable question costing more than an "unsure" (COSTS). The held-out sets (any *heldout* file, and
+describe_final) are refused: nothing is tuned on them.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def main() -> int:
     parser.add_argument("--rows", type=Path, default=None, help="write the recorded decisions here (JSON)")
     parser.add_argument("--from-rows", type=Path, default=None, help="sweep recorded decisions, ask nothing")
     args = parser.parse_args()
-    if any("heldout" in s for s in args.sets):
+    if any("heldout" in s or "describe_final" in s for s in args.sets):
         parser.error("held-out sets are never tuned on (eval/README.md)")
     if args.from_rows:
         rows = json.loads(args.from_rows.read_text(encoding="utf-8"))
