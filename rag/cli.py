@@ -74,6 +74,9 @@ def llm_options(func: Callable) -> Callable:
         _setting_option("llm_timeout", "Seconds to wait for the first token or between tokens.",
                         type=float),
         _setting_option("llm_deadline", "Seconds for a whole LLM answer, retries included.", type=float),
+        _setting_option("llm_papers", "The top papers the LLM reads.", type=int),
+        _setting_option("llm_context", "What the LLM reads of each paper: the passage matching the question, or the "
+                                       "whole abstract.", type=click.Choice(["passages", "abstracts"])),
         _setting_option("llm_price_in", "USD per million prompt tokens: answers and sessions then show their cost.",
                         type=float),
         _setting_option("llm_price_out", "USD per million completion tokens.", type=float),

@@ -68,6 +68,11 @@ class AnswerPolicy(BaseModel):
         "many other words surround it (rag/answering/compose.py is_refusal): \"I'm sorry, but the sources do not "
         "contain an answer to this question.\" has 4; SmolLM2's junk around the phrase had 30+.")
 
+    llm_passage_sentences: int = Field(
+        4, ge=1, description="Sentences of each paper's passage in the LLM's prompt (rag/answering/context.py): "
+        "the contribution sentence and the question's best matches. Provisional (2026-12-02): chosen as the "
+        "extractive explanation's 3 sentences plus the best match; to be measured with the local readers.")
+
     def rare_limit(self, papers: int) -> int:
         """The most papers a term may appear in and still be a rare name: max(2, papers / rare_name_papers). The one
         definition of this 'rare', used by the comparison sides (rag/answering/compare.py) and the question's named
@@ -213,6 +218,13 @@ class Settings(BaseModel):
                     "max_tokens cannot make an answer, or its support check, endless). English runs ~4 "
                     "characters a token with the Qwen2.5, SmolLM2 and OpenAI tokenizers; 16 leaves room for "
                     "code, runs of spaces and CJK bytes.")
+    llm_papers: int = Field(
+        5, ge=1, le=50, description="The top papers the LLM reads (the others still show as sources; "
+                                    "rag/answering/context.py).")
+    llm_context: Literal["passages", "abstracts"] = Field(
+        "passages", description="What the LLM reads of each paper: its title and the passage that matches the "
+                                "question (a third of the prompt tokens: a CPU server's latency), or the whole "
+                                "abstract (for a fast remote model).")
     prompts_dir: Path | None = Field(
         None, description="Directory overriding the bundled prompt templates (prompts/README.md).")
     support_threshold: float = Field(
@@ -329,6 +341,8 @@ ENV_VARS: dict[str, str] = {
     "llm_deadline": "RAG_LLM_DEADLINE",
     "llm_max_retries": "RAG_LLM_MAX_RETRIES",
     "llm_max_chars_per_token": "RAG_LLM_MAX_CHARS_PER_TOKEN",
+    "llm_papers": "RAG_LLM_PAPERS",
+    "llm_context": "RAG_LLM_CONTEXT",
     "llm_price_in": "RAG_LLM_PRICE_IN",
     "llm_price_out": "RAG_LLM_PRICE_OUT",
     "prompts_dir": "RAG_PROMPTS_DIR",

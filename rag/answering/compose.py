@@ -37,6 +37,7 @@ from rag.generation import prompts
 from rag.generation.citations import StreamFilter, without_citations
 from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.answering.compare import side_papers
+from rag.answering.context import reader_sources
 from rag.answering.extractive import NO_ANSWER, RECORD_TYPES, abstention_text, decide, extractive, unsure_text
 from rag.answering.records import Answer, Delta, Restart, Source
 
@@ -74,8 +75,8 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
             # Near the gate's cut point the reader decides (issue 28): an LLM, when one is set, reads the papers
             # and may answer with citations; if it finds no answer, or fails, the closest papers are shown unsure.
             if llm is not None and not answer.fallback_reason:
-                yield from _llm_answer(answer, llm, templates, check_support, started, standalone,
-                                       settings.policy.refusal_extra_words)
+                yield from _llm_answer(answer, reader_sources(retrieval, answer.sources, settings), llm, templates,
+                                       check_support, started, standalone, settings.policy.refusal_extra_words)
                 if answer.mode == "llm" and answer.outcome == "answered":
                     return
                 yield from _reader_found_nothing(answer, llm.model)
@@ -95,8 +96,8 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
         yield Delta(answer.answer)
         return
     if llm is not None and not answer.fallback_reason:
-        yield from _llm_answer(answer, llm, templates, check_support, started, standalone,
-                               settings.policy.refusal_extra_words)
+        yield from _llm_answer(answer, reader_sources(retrieval, answer.sources, settings), llm, templates,
+                               check_support, started, standalone, settings.policy.refusal_extra_words)
         # A reader's "no answer" beside a retrieval the gate found answerable is not final: a small model gives
         # up on descriptions it cannot link (Qwen2.5-1.5B did on 21% of answerable questions, the right paper
         # often at rank 2-5). The extractive answer is shown instead, marked unsure.
@@ -144,20 +145,22 @@ def is_refusal(text: str, extra_words: int = DEFAULT_POLICY.refusal_extra_words)
     return len(re.findall(r"\w+", rest)) <= extra_words
 
 
-def _llm_answer(answer: Answer, llm: ChatClient, templates: dict[str, str], check_support: SupportCheck,
-                started: float, standalone: str = "",
+def _llm_answer(answer: Answer, read: list[Source], llm: ChatClient, templates: dict[str, str],
+                check_support: SupportCheck, started: float, standalone: str = "",
                 refusal_extra_words: int = DEFAULT_POLICY.refusal_extra_words) -> Iterator[Delta | Restart]:
-    """The LLM's answer, if it passes the checks; else `answer.fallback_reason` says why and the text is empty."""
+    """The LLM's answer from `read` (the sources it is shown: `rag.answering.context`), if it passes the checks;
+    else `answer.fallback_reason` says why and the text is empty. A number it cites but was not shown counts as
+    fabricated; the support check reads the whole abstracts of the cited papers (`answer.sources`)."""
     by_n = {s.n: s for s in answer.sources}
     completion = Completion()
-    stream = StreamFilter(set(by_n))
+    stream = StreamFilter({s.n for s in read})
     streamed = False
     asked = standalone if standalone and standalone != answer.question else answer.question
     begun = time.monotonic()
     try:
         messages = [{"role": "system", "content": templates["system"]},
                     {"role": "user", "content": prompts.fill(
-                        templates["answer"], sources=prompts.render_sources(answer.sources),
+                        templates["answer"], sources=prompts.render_sources(read),
                         question=asked, language=prompts.answer_language(answer.question))}]
         for delta in llm.stream(messages, completion):
             text = stream.feed(delta)

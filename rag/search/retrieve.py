@@ -78,6 +78,8 @@ class Retrieval:
     query_vector: np.ndarray
     terms: set[str] = field(default_factory=set)  # the question's stemmed terms (BM25's tokenizer)
     sentences: list["ScoredSentence"] = field(default_factory=list)  # of the top papers, best first
+    # Every hit's sentences, best first, by hit index: what an LLM's passages are cut from (rag.answering.context)
+    scored: dict[int, list["ScoredSentence"]] = field(default_factory=dict)
     named_match: str = ""  # a rare, name-like term of the question found in the top paper ("Scylla")
     unknown_names: list[str] = field(default_factory=list)  # name-like words of the question no paper contains
     k: int = 5  # papers asked for: fewer hits means every paper the filters allow was ranked
@@ -278,6 +280,9 @@ class HybridRetriever:
         scored = self.score_sentences(retrieval, list(range(len(hits))))
         answering = [i for i, hit in enumerate(hits) if hit.paper.has_abstract][:SNIPPET_PAPERS]
         retrieval.sentences = distinct([s for s in scored if s.paper_index in answering])
+        retrieval.scored = {}
+        for s in scored:
+            retrieval.scored.setdefault(s.paper_index, []).append(s)
         groups = topic_groups(retrieval.question)
         for i, hit in enumerate(hits):
             best = next((s for s in scored if s.paper_index == i), None)
