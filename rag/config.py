@@ -171,6 +171,18 @@ class Settings(BaseModel):
                                                                 "(dense = 1; tuned like rrf_k).")
     retrieval: Literal["hybrid", "dense", "bm25"] = Field(
         "hybrid", description="Which retrievers rank the papers: both fused (default), or one alone (for comparison).")
+    # Pseudo-relevance feedback (rag/search/retrieve.py `HybridRetriever.feedback`), off by default: a second pass
+    # whose query borrows the words (BM25, RM3) or the vectors (dense, Rocchio) of the first pass's top papers, for
+    # questions worded unlike the abstracts (issue 29 item 3; measured in eval/README.md).
+    prf_docs: int = Field(5, ge=1, le=50, description="Top papers of the first pass that pseudo-relevance feedback "
+                                                      "reads (when prf_terms or rocchio_weight is set).")
+    prf_terms: int = Field(0, ge=0, le=100, description="Terms of those papers added to the BM25 query (RM3); "
+                                                        "0 = off.")
+    prf_query_weight: float = Field(0.5, ge=0.0, le=1.0, description="The question's own terms' share of the "
+                                                                     "expanded BM25 query's weight (RM3's lambda).")
+    rocchio_weight: float = Field(0.0, ge=0.0, le=10.0, description="Weight of the mean vector of those papers added "
+                                                                   "to the question's vector (dense side, Rocchio's "
+                                                                   "beta; the question's is 1); 0 = off.")
     abstain_threshold: float = Field(
         0.47, ge=-1.0, le=2.0,
         description="Abstain when the retrieval confidence is below this (calibration: rag/answering/extractive.py).",
@@ -327,6 +339,10 @@ ENV_VARS: dict[str, str] = {
     "rrf_k": "RAG_RRF_K",
     "bm25_weight": "RAG_BM25_WEIGHT",
     "retrieval": "RAG_RETRIEVAL",
+    "prf_docs": "RAG_PRF_DOCS",
+    "prf_terms": "RAG_PRF_TERMS",
+    "prf_query_weight": "RAG_PRF_QUERY_WEIGHT",
+    "rocchio_weight": "RAG_ROCCHIO_WEIGHT",
     "abstain_threshold": "RAG_ABSTAIN_THRESHOLD",
     "abstain_model_threshold": "RAG_ABSTAIN_MODEL_THRESHOLD",
     "topics": "RAG_TOPICS",

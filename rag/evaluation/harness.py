@@ -39,6 +39,14 @@ CONFIGS: dict[str, dict[str, Any]] = {  # name -> settings overrides; "hybrid" i
     "dense": {"retrieval": "dense"},
     "hybrid-rrf60": {"retrieval": "hybrid", "rrf_k": 60, "bm25_weight": 1.0},  # textbook RRF, before tuning
     "hybrid": {"retrieval": "hybrid"},  # the engine's own fusion settings (tuned on seeds_dev, eval/README.md)
+    # Pseudo-relevance feedback from the top 5 papers of the first pass (issue 29 item 3; off in the app: tried on
+    # describe_dev and the other dev sets, eval/README.md): RM3, 10 terms, the question keeping half the weight;
+    # Rocchio, the top papers' mean vector at a quarter of the question's weight; alone and under the app's fusion.
+    "bm25-rm3": {"retrieval": "bm25", "prf_terms": 10},
+    "dense-rocchio": {"retrieval": "dense", "rocchio_weight": 0.25},
+    "hybrid-rm3": {"retrieval": "hybrid", "prf_terms": 10},
+    "hybrid-rocchio": {"retrieval": "hybrid", "rocchio_weight": 0.25},
+    "hybrid-prf": {"retrieval": "hybrid", "prf_terms": 10, "rocchio_weight": 0.25},
 }
 METRICS = ["hit@1", "hit@5", "mrr", "ndcg@10", "multi_recall@10", "abstention_on_none", "false_refusal",
            "cited_gold", "cite_precision", "fabricated", "answer_facts", "ms_p50", "ms_p95"]

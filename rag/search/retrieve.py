@@ -22,6 +22,14 @@ about 2 s to build from the store on 2 cores, more than the rest of a question. 
 which every ingest renews before its first write and after its last (`PaperIndex.generation`), so a cold
 `rag ask` loads it instead; any change of the store, the code or the cache's format builds it again.
 
+Pseudo-relevance feedback (issue 29 item 3), off by default (`Settings.prf_terms`, `rocchio_weight`): a researcher
+describes a paper in their own words, and the words the abstract uses are then missing from the question. The first
+pass usually still finds the paper, or its neighbours, among its top few; so a second pass searches again with their
+words (RM3 on the BM25 side: the question's terms plus the terms most frequent in the top `prf_docs` papers) and/or
+their vectors (Rocchio on the dense side: the question's vector moved toward their mean), and the second pass's
+rankings are fused as usual. Only the ranking changes: each hit's `dense` / `bm25` signal stays the question's own
+score from the first pass (what the abstention gate was fitted on), and so do the sentences' scores.
+
 Title-only papers (`has_abstract` false) are ranked like the others, on their title, but have no sentences: no
 snippet, nothing an answer could quote, and no say in the confidence. The papers that answer are the first
 SNIPPET_PAPERS hits with abstracts, so titles ranked high do not crowd out the abstracts below them.
@@ -35,7 +43,7 @@ import pickle
 import re
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Callable
 
@@ -127,12 +135,18 @@ class RetrievalParams:
     author: str | None = None  # only papers with an author whose name contains this (case-insensitive)
     paper_ids: tuple[str, ...] = ()  # only these papers (a follow-up about the papers of the previous answer)
     policy: AnswerPolicy = DEFAULT_POLICY  # its `rare_limit`: which of the question's names are rare (named_match)
+    prf_docs: int = 5  # pseudo-relevance feedback (`HybridRetriever.feedback`): top papers of the first pass read
+    prf_terms: int = 0  # ... their terms added to the BM25 query (RM3); 0: none
+    prf_query_weight: float = 0.5  # ... the question's own terms' share of the expanded query's weight
+    rocchio_weight: float = 0.0  # ... weight of their mean vector added to the question's (dense side); 0: none
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides) -> "RetrievalParams":
         return cls(**{"k": settings.k, "mode": settings.retrieval, "candidates": settings.candidates,
                       "rrf_k": settings.rrf_k, "bm25_weight": settings.bm25_weight,
-                      "policy": settings.policy, **overrides})
+                      "policy": settings.policy, "prf_docs": settings.prf_docs, "prf_terms": settings.prf_terms,
+                      "prf_query_weight": settings.prf_query_weight, "rocchio_weight": settings.rocchio_weight,
+                      **overrides})
 
 
 @dataclass(frozen=True)
@@ -142,6 +156,7 @@ class Query:
     text: str
     vector: np.ndarray
     terms: list[str]
+    weights: dict[str, float] | None = None  # BM25 term weights of an expanded query (None: each of `terms` once)
 
 
 #: A reranker reorders (or drops) fused hits, best first; it sees the RERANK_DEPTH best of them.
@@ -165,7 +180,8 @@ class HybridRetriever:
 
     `retrieve` runs four steps, each a method, so a new signal or a reranker is one function:
     candidates (each retriever's ranking) -> fuse (weighted RRF) -> rerank (optional `Reranker`) -> annotate
-    (sentences, snippets, the abstention signal)."""
+    (sentences, snippets, the abstention signal); with pseudo-relevance feedback set, `feedback` re-runs the
+    candidates of the retrievers it expands between fuse and a second fuse."""
 
     def __init__(self, index: PaperIndex, reranker: Reranker | None = None) -> None:
         self.index = index
@@ -218,11 +234,12 @@ class HybridRetriever:
         if not state.papers:
             return retrieval
         rankings = self.candidates(query, params, state)
+        fused = self._fuse(rankings, params)
+        if params.prf_terms or params.rocchio_weight:
+            fused = self._fuse({**rankings, **self.feedback(query, params, state, fused)}, params)
+        # The signals are the question's own scores (first pass), whatever the feedback did to the ranking.
         hits = [Hit(state.papers[state.position[pid]], score, rankings.get("dense", {}).get(pid),
-                    rankings.get("bm25", {}).get(pid))
-                for pid, score in fuse([(weight, rankings[name]) for name, weight in
-                                        (("dense", 1.0), ("bm25", params.bm25_weight)) if name in rankings],
-                                       params.rrf_k)]
+                    rankings.get("bm25", {}).get(pid)) for pid, score in fused]
         if self.reranker is not None:
             hits = self.reranker(query, hits[:max(params.k, RERANK_DEPTH)])
         retrieval.hits, retrieval.k = hits[:params.k], params.k
@@ -230,6 +247,35 @@ class HybridRetriever:
             word for word in name_words(question) if not any(state.df.get(w) for w in _word_forms(word))))
         self.annotate(retrieval, state, params.policy)
         return retrieval
+
+    @staticmethod
+    def _fuse(rankings: dict[str, dict[str, float]], params: RetrievalParams) -> list[tuple[str, float]]:
+        return fuse([(weight, rankings[name]) for name, weight in (("dense", 1.0), ("bm25", params.bm25_weight))
+                     if name in rankings], params.rrf_k)
+
+    def feedback(self, query: Query, params: RetrievalParams, state: "_Corpus",
+                 fused: list[tuple[str, float]]) -> dict[str, dict[str, float]]:
+        """The second pass of pseudo-relevance feedback: the rankings of the retrievers it expands (BM25 with
+        `prf_terms`, dense with `rocchio_weight`), searched with the top `prf_docs` papers of the first pass
+        (`fused`: both retrievers' fusion in hybrid mode, BM25's or dense's own ranking alone otherwise)."""
+        top = [(state.papers[state.position[pid]], score) for pid, score in fused[:params.prf_docs]]
+        if not top:
+            return {}
+        expanded, sides = query, []
+        if params.prf_terms and params.mode != "dense":
+            expanded = replace(expanded, weights=rm3_weights(query.terms, top, params.prf_terms,
+                                                             params.prf_query_weight))
+            sides.append("bm25")
+        if params.rocchio_weight and params.mode != "bm25":
+            vectors = self.index.paper_vectors([p.paper_id for p, _ in top])
+            if vectors:
+                centroid = np.mean(np.asarray(list(vectors.values()), dtype=np.float32), axis=0)
+                moved = query.vector + params.rocchio_weight * centroid
+                expanded = replace(expanded, vector=moved / max(float(np.linalg.norm(moved)), 1e-12))
+                sides.append("dense")
+        if not sides:
+            return {}
+        return self.candidates(expanded, replace(params, mode=sides[0] if len(sides) == 1 else "hybrid"), state)
 
     def candidates(self, query: Query, params: RetrievalParams, state: "_Corpus") -> dict[str, dict[str, float]]:
         """Each retriever's ranking within the filters: {"dense" | "bm25": {paper id: score}, best first}.
@@ -251,7 +297,12 @@ class HybridRetriever:
             lexical: dict[str, float] = {}
             if query.terms and state.bm25 is not None:
                 mask = None if allowed is None else allowed.astype(np.float32)
-                scores = state.bm25.get_scores(query.terms, weight_mask=mask)
+                if query.weights is None:
+                    scores = state.bm25.get_scores(query.terms, weight_mask=mask)
+                else:  # a weighted query: BM25 is a sum over the query's terms, so weigh each term's scores
+                    scores = np.zeros(len(state.papers), dtype=np.float32)
+                    for term, weight in query.weights.items():
+                        scores += weight * state.bm25.get_scores([term], weight_mask=mask)
                 top = np.argsort(-scores, kind="stable")[: params.candidates]
                 lexical = {state.papers[i].paper_id: float(scores[i]) for i in top if scores[i] > 0}
             rankings["bm25"] = lexical
@@ -342,6 +393,28 @@ class HybridRetriever:
                 texts = split_sentences(paper.abstract)
                 found[paper.paper_id] = Sentences(texts, self.index.embedder.embed(texts))
         return found
+
+
+def rm3_weights(terms: list[str], top: list[tuple[StoredPaper, float]], n_terms: int,
+                query_weight: float) -> dict[str, float]:
+    """RM3's expanded query (Lavrenko & Croft's relevance model, interpolated with the question as in Anserini): the
+    relevance model P(t|R) = sum over the feedback papers d of P(t|d) * w(d), where P(t|d) is the term's share of
+    the paper's stemmed title + abstract and w(d) its first-pass score normalised to sum to 1 (the fused score
+    standing in for RM1's query likelihood); its `n_terms` most likely terms, renormalised, get 1 - `query_weight`
+    of the weight and the question's terms (each its share of the question) `query_weight`."""
+    total = sum(score for _, score in top) or 1.0
+    model: dict[str, float] = {}
+    for doc, (_, score) in zip(tokenize([paper.search_text for paper, _ in top]), top):
+        for term, count in Counter(doc).items():
+            model[term] = model.get(term, 0.0) + count / max(len(doc), 1) * score / total
+    chosen = sorted(model.items(), key=lambda item: (-item[1], item[0]))[:n_terms]
+    mass = sum(p for _, p in chosen) or 1.0
+    weights: dict[str, float] = {}
+    for term in terms:
+        weights[term] = weights.get(term, 0.0) + query_weight / len(terms)
+    for term, p in chosen:
+        weights[term] = weights.get(term, 0.0) + (1 - query_weight) * p / mass
+    return weights
 
 
 def distinct(sentences: list[ScoredSentence]) -> list[ScoredSentence]:
