@@ -301,7 +301,7 @@ def stream_to_terminal(engine, question: str, history, decision: str | None = No
         if isinstance(event, Delta):
             echo(event.text, nl=False)
         elif isinstance(event, Restart):
-            echo(f"\n[the LLM stopped: {event.reason}]", err=True)
+            echo(f"\n[{'the LLM stopped: ' if event.failed else ''}{event.reason}]", err=True)
         elif isinstance(event, Answer):
             answer = event
     echo("\n")

@@ -541,7 +541,7 @@ class Engine:
                         timings={"load_ms": _ms(started, loaded), "retrieve_ms": _ms(loaded, retrieved)})
         said = next((t["content"] for t in reversed(history) if t["role"] == "assistant"), "") if focus else ""
         yield from [Delta(lead + "\n")] if lead else []
-        yield from compose(answer, retrieval, self.settings, llm, self.templates, self._check_support, started,
+        yield from compose(answer, retrieval, self.settings, llm, self.templates, self.checker, started,
                            intent, said, plan.standalone)
         answer.answer = f"{lead}\n{answer.answer}" if lead else answer.answer
         if partial is not None:
@@ -652,9 +652,11 @@ class Engine:
                    "from_question": [name for name, mine, theirs in given if theirs and not mine]}
         return Plan(intent, search, focus, filters, fallback, query if query != question else "")
 
-    def _check_support(self, text: str, sources: list[Source], question: str = "") -> tuple[list[str], int]:
-        return support.unsupported(text, sources, self.index.embedder, self.settings.support_threshold,
-                                   self.settings.support_max_sentences, question)
+    @property
+    def checker(self) -> support.Checker:
+        """The support check of LLM answers, bound to this engine's embedder and settings."""
+        return support.Checker(self.index.embedder, self.settings.support_threshold,
+                               self.settings.support_max_sentences)
 
     def _standalone(self, question: str, history: list[dict[str, Any]] | None,
                     llm: ChatClient | None) -> tuple[str, list[str], str]:

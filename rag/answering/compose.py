@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Iterator
+from typing import Iterator
 
 from rag.config import DEFAULT_POLICY, Settings
 from rag.query.intent import Intent
 from rag.search.retrieve import Retrieval
 from rag.generation import prompts
-from rag.generation.citations import StreamFilter, without_citations
+from rag.generation.citations import StreamFilter, clean, without_citations
 from rag.generation.llm import ChatClient, Completion, LLMError
+from rag.generation.support import Checker
 from rag.answering.compare import side_papers
 from rag.answering.context import reader_sources
 from rag.answering.extractive import NO_ANSWER, RECORD_TYPES, abstention_text, decide, extractive, unsure_text
@@ -45,12 +46,8 @@ from rag.answering.records import Answer, Delta, Restart, Source
 # FOCUS_FLOOR: `AnswerPolicy.focus_floor` (rag/config.py). How many words beside the refusal phrase still make an
 # abstention: `AnswerPolicy.refusal_extra_words`.
 
-#: (answer text, its sources, the question) -> (cited sentences the cited abstracts do not support, sentences checked)
-SupportCheck = Callable[[str, list[Source], str], tuple[list[str], int]]
-
-
 def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatClient | None,
-            templates: dict[str, str], check_support: SupportCheck, started: float, intent: Intent | None = None,
+            templates: dict[str, str], checker: Checker, started: float, intent: Intent | None = None,
             already_said: str = "", standalone: str = "") -> Iterator[Delta | Restart]:
     """Fill `answer` (created with its question, sources, type and filters) and yield its text as it is
     written. `already_said`: the previous answer, whose sentences a follow-up about its papers does not repeat.
@@ -76,7 +73,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
             # and may answer with citations; if it finds no answer, or fails, the closest papers are shown unsure.
             if llm is not None and not answer.fallback_reason:
                 yield from _llm_answer(answer, reader_sources(retrieval, answer.sources, settings), llm, templates,
-                                       check_support, started, standalone, settings.policy.refusal_extra_words)
+                                       checker, started, standalone, settings.policy.refusal_extra_words)
                 if answer.mode == "llm" and answer.outcome == "answered":
                     return
                 yield from _reader_found_nothing(answer, llm.model)
@@ -97,7 +94,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
         return
     if llm is not None and not answer.fallback_reason:
         yield from _llm_answer(answer, reader_sources(retrieval, answer.sources, settings), llm, templates,
-                               check_support, started, standalone, settings.policy.refusal_extra_words)
+                               checker, started, standalone, settings.policy.refusal_extra_words)
         # A reader's "no answer" beside a retrieval the gate found answerable is not final: a small model gives
         # up on descriptions it cannot link (Qwen2.5-1.5B did on 21% of answerable questions, the right paper
         # often at rank 2-5). The extractive answer is shown instead, marked unsure.
@@ -146,7 +143,7 @@ def is_refusal(text: str, extra_words: int = DEFAULT_POLICY.refusal_extra_words)
 
 
 def _llm_answer(answer: Answer, read: list[Source], llm: ChatClient, templates: dict[str, str],
-                check_support: SupportCheck, started: float, standalone: str = "",
+                checker: Checker, started: float, standalone: str = "",
                 refusal_extra_words: int = DEFAULT_POLICY.refusal_extra_words) -> Iterator[Delta | Restart]:
     """The LLM's answer from `read` (the sources it is shown: `rag.answering.context`), if it passes the checks;
     else `answer.fallback_reason` says why and the text is empty. A number it cites but was not shown counts as
@@ -174,12 +171,24 @@ def _llm_answer(answer: Answer, read: list[Source], llm: ChatClient, templates: 
             raise LLMError("the LLM endpoint returned an empty answer")
         refused = not cleaned.cited and is_refusal(cleaned.text, refusal_extra_words)
         if not cleaned.cited and not refused:
-            # Every claim must carry a citation; an answer citing nothing (a model that ignored the prompt, or
-            # obeyed instructions hidden in an abstract) is not shown as an answer.
-            raise LLMError("the LLM's answer cited none of the sources")
+            # Every claim must carry a citation. An answer citing nothing gets one repair: each sentence an abstract
+            # it was shown supports is given that paper's number (`support.attribute`); if none is supported (a
+            # model that ignored the prompt, or obeyed instructions hidden in an abstract), it is not an answer.
+            repaired, added = checker.attribute(cleaned.text, [by_n[s.n] for s in read], asked)
+            if not added:
+                raise LLMError("the LLM's answer cited none of the sources")
+            fabricated = cleaned.fabricated
+            cleaned = clean(repaired, {s.n for s in read})
+            cleaned.fabricated = fabricated
+            answer.attributed = len(added)
+            answer.notices.append("The model cited no source: each citation was added by the app where the cited "
+                                  "abstract supports the sentence.")
+            if streamed:  # show the text again, with its citations
+                yield Restart("citations added where the abstracts support the sentences", failed=False)
+            yield Delta(cleaned.text)
         # The support check decides the language per sentence (rag.generation.support.check): English sentences by
         # meaning, numbers and names; Chinese, Japanese or Korean ones by the numbers and names they state.
-        unsupported, checked = ([], 0) if refused else check_support(cleaned.text, answer.sources, asked)
+        unsupported, checked = ([], 0) if refused else checker.unsupported(cleaned.text, answer.sources, asked)
         if time.monotonic() - begun > llm.settings.llm_deadline:  # the check counts inside the deadline
             raise LLMError(f"the LLM endpoint did not finish its answer within {llm.settings.llm_deadline:g} s")
         if checked and len(unsupported) == checked:

@@ -57,6 +57,7 @@ class Answer:
     model: str = ""  # the LLM that wrote the answer (mode "llm")
     fallback_reason: str = ""  # why an LLM was configured but the answer is extractive
     llm_no_answer: bool = False  # the LLM read the papers and said they do not answer: the answer shown is unsure
+    attributed: int = 0  # citations added to an LLM answer that cited nothing, where an abstract supports the sentence
     fabricated: int = 0  # citations the LLM made to source numbers it was not given (removed from the text)
     unsupported: list[str] = field(default_factory=list)  # cited sentences the cited abstracts barely support
     usage: dict[str, int | None] = field(default_factory=dict)  # prompt/completion tokens reported by the LLM
@@ -92,9 +93,11 @@ class Delta:
 
 @dataclass
 class Restart:
-    """Discard the text streamed so far: what follows replaces it (the LLM failed mid-answer)."""
+    """Discard the text streamed so far: what follows replaces it (the LLM failed mid-answer, or `failed` false:
+    its answer is shown again as the app amended it, e.g. with citations added)."""
 
     reason: str
+    failed: bool = True
 
 
 def source_of(paper: StoredPaper, n: int, score: float = 1.0, snippet: str = "") -> Source:

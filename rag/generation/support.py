@@ -235,14 +235,67 @@ def check(answer: str, sources: Sequence[_Cited], embedder: _Embedder, max_sente
         support = [rows[n] for n in claim.cited if len(rows[n])]
         claim.similarity = float((np.concatenate(support) @ vector).max()) if support else 0.0
     for claim in claims:
-        cited_text = " ".join(f"{by_n[n].title} {' '.join(split_sentences(by_n[n].text or ''))}"
-                              for n in claim.cited)
-        cited_text = " ".join(t for t in split_sentences(cited_text) if not INSTRUCTION.search(t))
-        claim.missing_numbers = sorted(numbers(claim.claim) - numbers(cited_text))
-        claim.missing_names = _missing_names(claim.claim, cited_text)
-        claim.misread_numbers = misread_numbers(claim.claim, cited_text)
-        claim.restates = bool(question) and restates(claim.claim, question)
+        _inspect(claim, by_n, question)
     return claims
+
+
+def _inspect(claim: Claim, by_n: dict, question: str) -> None:
+    """Fill in what meaning cannot show: numbers and names the cited abstracts lack, a misread number, a restated
+    question."""
+    cited_text = " ".join(f"{by_n[n].title} {' '.join(split_sentences(by_n[n].text or ''))}" for n in claim.cited)
+    cited_text = " ".join(t for t in split_sentences(cited_text) if not INSTRUCTION.search(t))
+    claim.missing_numbers = sorted(numbers(claim.claim) - numbers(cited_text))
+    claim.missing_names = _missing_names(claim.claim, cited_text)
+    claim.misread_numbers = misread_numbers(claim.claim, cited_text)
+    claim.restates = bool(question) and restates(claim.claim, question)
+
+
+_END = re.compile(r"[\s.!?。！？]*\Z")
+# What no answer that is worth repairing holds: the refusal phrase (SmolLM2 writes it inside junk), or the prompt's
+# own words echoed back.
+_NOT_AN_ANSWER = re.compile(r"sources? do(?:es)? not contain|\b(?:Instructions|Question|Sources)\s*:|<source\b",
+                            re.IGNORECASE)
+
+
+def attribute(answer: str, sources: Sequence[_Cited], embedder: _Embedder, threshold: float,
+              question: str = "") -> tuple[str, list[int]]:
+    """The repair of an answer that cites nothing (issue 28: one attempt before it falls back): each English
+    sentence of it that one of `sources` supports (the same checks as a cited sentence: meaning, numbers, names,
+    not a restated question) gets that source's number, the best-matching one; other sentences stay uncited.
+    Returns the text and the numbers added, in order ([] when no sentence is supported: the answer falls back).
+
+    Why not ask the model again: a second turn costs a CPU server 20-60 s, and it is the same model that did not
+    cite; whether a sentence is backed by an abstract is what this check decides anyway, in well under a second.
+    Sentences in Chinese, Japanese or Korean are not attributed: their meaning is not compared (`check`)."""
+    from rag.generation.prompts import language_of
+    from rag.text import sentence_spans
+
+    by_n = {s.n: s for s in sources if s.text}
+    if _NOT_AN_ANSWER.search(answer):  # junk around "the sources do not answer", or the prompt echoed
+        return answer, []
+    spans = [(a, b) for a, b in sentence_spans(answer)]
+    claims = [(a, b, _VENUE.sub("", answer[a:b]).strip()) for a, b in spans]
+    claims = [(a, b, c) for a, b, c in claims if len(c.split()) >= 4 and not is_meta(c) and not language_of(c)]
+    if not claims or not by_n:
+        return answer, []
+    pieces = {n: [t for t in split_sentences(s.text) if not INSTRUCTION.search(t)] for n, s in by_n.items()}
+    flat = [(n, t) for n in pieces for t in pieces[n]]
+    if not flat:
+        return answer, []
+    vectors = embedder.embed([c for _, _, c in claims] + [t for _, t in flat])
+    claim_vectors, rows = vectors[:len(claims)], vectors[len(claims):]
+    owners = np.array([n for n, _ in flat])
+    added: list[tuple[int, int]] = []  # (end of the sentence's words, source number)
+    for (a, b, text), vector in zip(claims, claim_vectors):
+        scores = rows @ vector
+        best = int(owners[int(scores.argmax())])
+        claim = Claim(answer[a:b], text, [best], similarity=float(scores[owners == best].max()))
+        _inspect(claim, by_n, question)
+        if claim.supported(threshold):
+            added.append((a + len(_END.sub("", answer[a:b])), best))
+    for at, n in reversed(added):
+        answer = f"{answer[:at]} [{n}]{answer[at:]}"
+    return answer, [n for _, n in added]
 
 
 def unsupported(answer: str, sources: Sequence[_Cited], embedder: _Embedder, threshold: float,
@@ -250,3 +303,17 @@ def unsupported(answer: str, sources: Sequence[_Cited], embedder: _Embedder, thr
     """(the cited sentences of `answer` its cited sources do not support, how many cited sentences were checked)."""
     claims = check(answer, sources, embedder, max_sentences, question)
     return [c.sentence for c in claims if not c.supported(threshold)], len(claims)
+
+
+class Checker:
+    """The support check the answer step runs on an LLM's answer (`rag.answering.compose`), bound to the embedder
+    and the settings' threshold: `unsupported` for a cited answer, `attribute` to repair one that cites nothing."""
+
+    def __init__(self, embedder: _Embedder, threshold: float, max_sentences: int = 40) -> None:
+        self.embedder, self.threshold, self.max_sentences = embedder, threshold, max_sentences
+
+    def unsupported(self, text: str, sources: Sequence[_Cited], question: str = "") -> tuple[list[str], int]:
+        return unsupported(text, sources, self.embedder, self.threshold, self.max_sentences, question)
+
+    def attribute(self, text: str, sources: Sequence[_Cited], question: str = "") -> tuple[str, list[int]]:
+        return attribute(text, sources, self.embedder, self.threshold, question)

@@ -452,13 +452,13 @@ def test_a_flood_past_max_tokens_is_cut_off_and_falls_back_within_the_deadline(e
 
 def test_the_support_check_counts_inside_the_deadline(embedded_seed_engine, server, monkeypatch):
     engine = llm_engine(embedded_seed_engine, server.base_url, llm_deadline=1.0)
-    check = engine._check_support
+    check = support.Checker.unsupported
 
-    def slow_check(text, sources, question=""):  # a check that takes the deadline's time (thousands of sentences did)
+    def slow_check(self, text, sources, question=""):  # a check taking the deadline's time (thousands of sentences did)
         time.sleep(1.2)
-        return check(text, sources, question)
+        return check(self, text, sources, question)
 
-    monkeypatch.setattr(engine, "_check_support", slow_check)
+    monkeypatch.setattr(support.Checker, "unsupported", slow_check)
     answer = engine.ask(SAE)
     assert answer.mode == "extractive" and "within 1 s" in answer.fallback_reason
 
@@ -519,3 +519,22 @@ def test_a_citation_of_a_paper_the_model_was_not_shown_is_fabricated(seed_engine
     answer = llm_engine(seed_engine, server.base_url, llm_papers=3).ask(SAE)
     assert answer.mode == "llm" and answer.fabricated == 1  # [5] is a source, but one the model never read
     assert "[5]" not in answer.answer and [c.n for c in answer.citations] == [1] and len(answer.sources) == 5
+
+
+def test_an_uncited_answer_the_abstracts_support_is_repaired_with_citations_not_discarded(seed_engine, server):
+    """Issue 28: an answer citing nothing gets one repair before it falls back. Each sentence an abstract the model
+    read supports gets that paper's number (the same checks as a cited sentence); the answer says so."""
+    server.reply = ("Switch SAEs route activation vectors between smaller expert SAEs, which cuts the compute cost of "
+                    "training sparse autoencoders. They report a Pareto improvement in reconstruction vs. sparsity "
+                    "for a fixed training compute budget.")
+    events, answer = run(llm_engine(seed_engine, server.base_url), SAE)
+    assert answer.mode == "llm" and answer.fallback_reason == "" and answer.attributed == 2
+    assert answer.answer.count("[1]") == 2 and answer.citations[0].text == SAE_ABSTRACT
+    assert any("citation was added by the app" in n for n in answer.notices)
+    restarts = [e for e in events if isinstance(e, Restart)]
+    assert len(restarts) == 1 and not restarts[0].failed  # shown again, with its citations
+    assert "".join(e.text for e in events[events.index(restarts[0]) + 1:] if isinstance(e, Delta)) == answer.answer
+    # Outside knowledge the abstracts do not back ("invented numbers") is not repaired: the answer falls back.
+    server.reply = "Switch SAEs were trained on 12,345 GPUs for 678 days. They were invented in 1987 at MIT."
+    answer = llm_engine(seed_engine, server.base_url).ask(SAE)
+    assert answer.mode == "extractive" and "cited none" in answer.fallback_reason and answer.attributed == 0
