@@ -27,13 +27,13 @@ store from then on. A Chroma server (`RAG_CHROMA_URL`) needs no lock.
 """
 
 # No `from __future__ import annotations`: the SDK reads the tools' annotations at registration, and those of the
-# tools in `build` name local Field objects.
+# tools in `_add_search_tools` name local Field objects.
 import json
 import logging
 import re
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import quote
 
@@ -311,12 +311,22 @@ PAPER_RESOURCE = "A paper record as JSON (the get_paper result): id, title, auth
 def build(engine: "Engine") -> PapersServer:
     """The MCP server over `engine`: five read-only tools and the paper://{paper_id} resources."""
     from rag import __version__
-    from rag.engine import MAX_QUESTION_CHARS
+
+    _log_to_stderr()
+    server = PapersServer(engine, name="rag-papers", title="Research-paper abstracts", version=__version__,
+                          instructions=INSTRUCTIONS, log_level="WARNING", lifespan=_warm_up(engine))
+    _add_search_tools(server, engine)
+    _add_paper_tools(server, engine)
+    _add_paper_resource(server, engine)
+    return server
+
+
+def _warm_up(engine: "Engine") -> Callable[[Any], AbstractAsyncContextManager[None]]:
+    """The server's lifespan: load the embedder, store and BM25 index in the background while the client connects,
+    so the first call does not wait for them (a few seconds)."""
 
     @asynccontextmanager
     async def warm(_: Any) -> AsyncIterator[None]:
-        """Load the embedder, store and BM25 index in the background while the client connects: the first call
-        then does not wait for them (a few seconds)."""
         def load() -> None:
             try:
                 engine.require_index()
@@ -328,14 +338,21 @@ def build(engine: "Engine") -> PapersServer:
         threading.Thread(target=load, name="mcp-warm-up", daemon=True).start()
         yield None
 
-    # Warnings and errors (with the traceback of anything unexpected) to stderr, the server's log; set before the
-    # SDK's own logging.basicConfig, which would otherwise also print the DEBUG lines of libraries underneath.
+    return warm
+
+
+def _log_to_stderr() -> None:
+    """Warnings and errors (with the traceback of anything unexpected) to stderr, the server's log; set before the
+    SDK's own logging.basicConfig, which would otherwise also print the DEBUG lines of libraries underneath."""
     handler = logging.StreamHandler()
     handler.setLevel(logging.WARNING)
     handler.setFormatter(logging.Formatter("rag mcp: %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
-    server = PapersServer(engine, name="rag-papers", title="Research-paper abstracts", version=__version__,
-                          instructions=INSTRUCTIONS, log_level="WARNING", lifespan=warm)
+
+
+def _add_search_tools(server: PapersServer, engine: "Engine") -> None:
+    """The tools that take the user's words: search_papers and ask."""
+    from rag.engine import MAX_QUESTION_CHARS
 
     k_search = Field(None, description=f"How many papers (1-{MAX_K}; default {engine.settings.k}).",
                      json_schema_extra={"minimum": 1, "maximum": MAX_K})
@@ -373,6 +390,10 @@ def build(engine: "Engine") -> PapersServer:
                          fallback_reason=answer.fallback_reason, policy=answer.policy,
                          filters=_inert_tree(answer.filters))
 
+
+def _add_paper_tools(server: PapersServer, engine: "Engine") -> None:
+    """The tools that read the collection: get_paper, related_papers and topics."""
+
     @server.tool(title="Get a paper", description=GET_PAPER, annotations=READ_ONLY)
     def get_paper(id_or_title: Annotated[str, Field(description="The paper's id, OpenReview link or title.")]
                   ) -> Paper:
@@ -399,6 +420,10 @@ def build(engine: "Engine") -> PapersServer:
                       examples=[TopicExample(paper_id=pid, title=titles.get(pid, pid))
                                 for pid in (t.examples.get("all") or [])[:3]]) for t in tmap.topics])
 
+
+def _add_paper_resource(server: PapersServer, engine: "Engine") -> None:
+    """paper://{paper_id}: a paper's record as JSON, by its exact id."""
+
     @server.resource("paper://{paper_id}", name="paper", title="Paper record", description=PAPER_RESOURCE,
                      mime_type="application/json", security=ResourceSecurity(exempt_params={"paper_id"}))
     def paper_resource(paper_id: str) -> str:
@@ -412,8 +437,6 @@ def build(engine: "Engine") -> PapersServer:
         except RagError as exc:
             raise ResourceNotFoundError(one_line(exc)) from None
         return json.dumps(paper_record(paper).model_dump(mode="json"), ensure_ascii=False, indent=2)
-
-    return server
 
 
 def run(engine: "Engine", http: bool = False, port: int | None = None) -> None:

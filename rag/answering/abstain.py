@@ -243,8 +243,9 @@ def probability(retrieval: Retrieval) -> float:
 
 
 def applies(retrieval: Retrieval) -> bool:
-    """Whether the learned gate speaks for this retrieval: a fitted model and a collection of MIN_PAPERS or more
-    (see `refuses`)."""
+    """Whether the learned gate speaks for this retrieval: a fitted model and a collection of MIN_PAPERS or more.
+    The model learnt what a term no paper contains means among 2,114 papers, and in a small collection most words
+    are missing (over the 38 seeds "cheaper" alone would refuse a question the confidence gate answers rightly)."""
     return bool(WEIGHTS) and retrieval.corpus_size >= MIN_PAPERS
 
 
@@ -255,12 +256,3 @@ def cut_points(threshold: float | None = None) -> tuple[float, float]:
         return UNSURE_AT, NOT_COVERED_AT
     return threshold, max(threshold, NOT_COVERED_AT)
 
-
-def refuses(retrieval: Retrieval, threshold: float | None = None) -> bool:
-    """The learned gate: refuse when the probability reaches `threshold` (None: the fitted THRESHOLD). Only over
-    collections of MIN_PAPERS or more: the model learnt what a term no paper contains means among 2,114 papers,
-    and in a small collection most words are missing (over the 38 seeds "cheaper" alone would refuse a question
-    the confidence gate answers rightly)."""
-    if not WEIGHTS or retrieval.corpus_size < MIN_PAPERS:
-        return False
-    return probability(retrieval) >= (THRESHOLD if threshold is None else threshold)

@@ -48,6 +48,7 @@ from rag.store import prebuilt
 SENTENCE_FORMAT = "s1"  # version of the stored sentences; part of the `chunking` marker
 INGEST_BATCH = 64  # papers embedded and committed together
 _IN_LIMIT = 500  # ids per Chroma `$in` filter
+_Spans = list[list[tuple[int, int]]]  # per paper or chunk: (start, end) pairs
 
 
 class StoreError(RagError, RuntimeError):
@@ -263,6 +264,21 @@ class PaperIndex:
         mirrored = {_source_key(f) for f in files}
         stored = self._stored_meta([p.paper_id for p in papers])
         holders = {p.paper_id: _held_by(p, stored.get(p.paper_id), mirrored) for p in papers}
+        todo, moved = self._sort_out(papers, stored, holders, stats)
+        self._record_moves(moved, stored, holders)
+        self._drop_vanished(papers, todo, stored, mirrored, stats)
+        # The papers the store holds when this ends: those stored now, plus the new ones among `todo`.
+        self.expected = self.papers.count() + sum(1 for p in todo if p.paper_id not in stored)
+        self._embed_and_store(todo, holders, stats, progress)
+        if self._changing:
+            self.mark_changed()  # the end of the change: what a reader that loaded the papers meanwhile missed
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    def _sort_out(self, papers: list[Paper], stored: dict[str, dict], holders: dict[str, dict[str, int]],
+                  stats: IngestStats) -> tuple[list[Paper], list[Paper]]:
+        """(todo, moved): the papers to embed (new, changed, or stored with other chunking; counted as added or
+        updated), and the unchanged ones whose file, place or holders changed (new provenance, no re-embedding)."""
         todo: list[Paper] = []
         moved: list[Paper] = []
         for paper in papers:
@@ -278,6 +294,11 @@ class PaperIndex:
                 if ((old.get("source"), old.get("position")) != (_source_key(paper.source), paper.position)
                         or _holders(old) != holders[paper.paper_id]):
                     moved.append(paper)  # same text, from another file or place: new provenance, no re-embedding
+        return todo, moved
+
+    def _record_moves(self, moved: list[Paper], stored: dict[str, dict],
+                      holders: dict[str, dict[str, int]]) -> None:
+        """Write the new provenance of papers whose text did not change (`_sort_out`'s `moved`)."""
         for part in range(0, len(moved), _IN_LIMIT):
             batch = moved[part:part + _IN_LIMIT]
             self._will_change()
@@ -287,8 +308,11 @@ class PaperIndex:
                                           | _holder_fields(holders[p.paper_id], stored[p.paper_id])
                                           for p in batch])
 
-        # Papers that were ingested from these files before but are no longer in them: they leave those files'
-        # keys, and the index once no file holds them.
+    def _drop_vanished(self, papers: list[Paper], todo: list[Paper], stored: dict[str, dict], mirrored: set[str],
+                       stats: IngestStats) -> None:
+        """Papers that were ingested from these files before but are no longer in them: they leave those files'
+        keys, and the index once no file holds them. (A removed paper whose file slot now holds a new one counts
+        as an update.) Marks the change before the first write when anything is to be written."""
         incoming = {p.paper_id for p in papers}
         by_position = {(_source_key(p.source), p.position): p for p in todo if p.paper_id not in stored}
         stale: list[str] = []
@@ -312,13 +336,14 @@ class PaperIndex:
         for ids in _parts(list(released)):
             self.papers.update(ids=ids, metadatas=[released[pid] for pid in ids])
 
-        # The papers the store holds when this ends: those stored now, plus the new ones among `todo`.
-        self.expected = self.papers.count() + sum(1 for p in todo if p.paper_id not in stored)
+    def _embed_and_store(self, todo: list[Paper], holders: dict[str, dict[str, int]], stats: IngestStats,
+                         progress: Callable[[int, int], None] | None) -> None:
+        """Embed and store `todo` in batches of INGEST_BATCH, counting the chunks into `stats`. The model embeds
+        one batch while a writer thread stores the one before it (Chroma's writes are ~6% of an ingest, and its
+        Rust and sqlite code runs without the GIL). One writer keeps the batches in order."""
         done, hits = 0, getattr(self.vectors, "hits", 0)
         if progress:
             progress(0, len(todo))
-        # The model embeds one batch while a writer thread stores the one before it (Chroma's writes are ~6% of
-        # an ingest, and its Rust and sqlite code runs without the GIL). One writer keeps the batches in order.
         with ThreadPoolExecutor(1, thread_name_prefix="index-writer") as writer:
             pending: Future | None = None
             for start in range(0, len(todo), INGEST_BATCH):
@@ -334,10 +359,6 @@ class PaperIndex:
                 if progress:
                     progress(done, len(todo))
         stats.shipped_chunks = getattr(self.vectors, "hits", 0) - hits
-        if self._changing:
-            self.mark_changed()  # the end of the change: what a reader that loaded the papers meanwhile missed
-        stats.seconds = time.perf_counter() - started
-        return stats
 
     def _will_change(self) -> None:
         """Before an upsert's first write: a new `generation` mark, so that whatever was read or cached under the
@@ -349,6 +370,25 @@ class PaperIndex:
 
     def _embed(self, papers: list[Paper], holders: dict[str, dict[str, int]]) -> "_Batch":
         """Chunk and embed `papers` (the model's work; nothing is written)."""
+        nodes, owners, texts, starts = self._chunk(papers)
+        sentences = [sentence_spans(p.abstract) for p in papers]
+        spans, placed = _place_sentences(sentences, [len(n.get_content()) for n in nodes], owners, texts, starts)
+        vectors, span_vectors = self.vectors.embed_spans(texts, spans)
+        for node, vector in zip(nodes, vectors):
+            node.embedding = vector.tolist()
+        owners_arr = np.asarray(owners)
+        counts = np.bincount(owners_arr, minlength=len(papers))
+        return _Batch(
+            papers=papers, nodes=nodes,
+            sentences=self._sentence_records(papers, sentences, placed, span_vectors, vectors.shape[1]),
+            paper_vectors=_paper_vectors(vectors, owners_arr, len(papers)),
+            paper_metas=[_paper_meta(p, int(c), self.chunking, len(n)) | _holder_fields(holders[p.paper_id])
+                         for p, c, n in zip(papers, counts, sentences)])
+
+    def _chunk(self, papers: list[Paper]) -> tuple[list[Any], list[int], list[str], list[int]]:
+        """The chunks of `papers` as llama-index TextNodes (ids `<paper_id>#<n>`), with, for each, its paper (an
+        index into `papers`), the text embedded ("title\n\nchunk") and where it starts in its abstract (-1: not
+        found, or a title-only paper's one chunk)."""
         from llama_index.core.schema import Document, TextNode
 
         splitter = self._llama_index()[0]
@@ -383,32 +423,12 @@ class PaperIndex:
                 owners.append(i)
                 texts.append(f"{paper.title}\n\n{content}" if paper.title else content)
                 starts.append(start)
-        # Each sentence is pooled inside the chunk that holds most of it; `placed` maps sentence -> (chunk, span).
-        sentences = [sentence_spans(p.abstract) for p in papers]
-        spans: list[list[tuple[int, int]]] = [[] for _ in nodes]
-        placed: list[list[tuple[int, int]]] = []
-        chunks_of: dict[int, list[int]] = {}
-        for j, owner in enumerate(owners):
-            chunks_of.setdefault(owner, []).append(j)
-        for owner, paper_sentences in enumerate(sentences):
-            placed.append([])
-            for a, b in paper_sentences:
-                best, best_overlap = -1, 0
-                for j in chunks_of.get(owner, []):
-                    lo, hi = starts[j], starts[j] + len(nodes[j].get_content())
-                    overlap = min(b, hi) - max(a, lo) if starts[j] >= 0 else 0
-                    if overlap > best_overlap:
-                        best, best_overlap = j, overlap
-                if best < 0:
-                    placed[-1].append((-1, -1))
-                    continue
-                shift = len(texts[best]) - len(nodes[best].get_content()) - starts[best]  # abstract -> text
-                lo, hi = starts[best], starts[best] + len(nodes[best].get_content())
-                spans[best].append((max(a, lo) + shift, min(b, hi) + shift))
-                placed[-1].append((best, len(spans[best]) - 1))
-        vectors, span_vectors = self.vectors.embed_spans(texts, spans)
-        for node, vector in zip(nodes, vectors):
-            node.embedding = vector.tolist()
+        return nodes, owners, texts, starts
+
+    def _sentence_records(self, papers: list[Paper], sentences: _Spans, placed: _Spans, span_vectors: Any, dim: int
+                          ) -> tuple[list[str], list[np.ndarray], list[str], list[dict]]:
+        """(ids, vectors, texts, metadatas) of every sentence of `papers`: its vector pooled in its chunk
+        (`_place_sentences`), or, for a sentence no chunk holds (or cut off by truncation), embedded on its own."""
         ids, documents, metadatas = [], [], []
         sentence_vectors: list[np.ndarray] = []
         missing: list[int] = []  # sentences no chunk holds (or cut off by truncation): embedded on their own
@@ -420,23 +440,12 @@ class PaperIndex:
                 vector = span_vectors[j][k] if j >= 0 else None
                 if vector is None or np.isnan(vector[0]):
                     missing.append(len(sentence_vectors))
-                    vector = np.zeros(vectors.shape[1], dtype=np.float32)
+                    vector = np.zeros(dim, dtype=np.float32)
                 sentence_vectors.append(vector)
         if missing:
             for pos, vector in zip(missing, self.vectors.embed([documents[i] for i in missing])):
                 sentence_vectors[pos] = vector
-        owners_arr = np.asarray(owners)
-        paper_vectors = []
-        for i in range(len(papers)):
-            v = vectors[owners_arr == i].mean(axis=0)
-            paper_vectors.append((v / max(float(np.linalg.norm(v)), 1e-12)).tolist())
-        counts = np.bincount(owners_arr, minlength=len(papers))
-        return _Batch(
-            papers=papers, nodes=nodes,
-            sentences=(ids, sentence_vectors, documents, metadatas),
-            paper_vectors=paper_vectors,
-            paper_metas=[_paper_meta(p, int(c), self.chunking, len(n)) | _holder_fields(holders[p.paper_id])
-                         for p, c, n in zip(papers, counts, sentences)])
+        return ids, sentence_vectors, documents, metadatas
 
     def _store(self, batch: "_Batch") -> int:
         """Write an embedded batch: chunks, sentences, then each paper's record (the completion marker).
@@ -565,6 +574,45 @@ class PaperIndex:
             out[pid] = Sentences([doc for _, doc, _ in items],
                                  np.asarray([v for _, _, v in items], dtype=np.float32))
         return out
+
+
+def _place_sentences(sentences: _Spans, lengths: list[int], owners: list[int], texts: list[str], starts: list[int]
+                     ) -> tuple[_Spans, _Spans]:
+    """Each sentence is pooled inside the chunk that holds most of it. `sentences`: each paper's sentence spans in
+    its abstract; per chunk, its length, paper (`owners`), embedded text and start in the abstract (`_chunk`).
+    Returns (spans: per chunk, the spans to pool in its embedded text; placed: per paper and sentence, (chunk,
+    index into that chunk's spans), or (-1, -1) when no chunk holds it)."""
+    spans: _Spans = [[] for _ in lengths]
+    placed: _Spans = []
+    chunks_of: dict[int, list[int]] = {}
+    for j, owner in enumerate(owners):
+        chunks_of.setdefault(owner, []).append(j)
+    for owner, paper_sentences in enumerate(sentences):
+        placed.append([])
+        for a, b in paper_sentences:
+            best, best_overlap = -1, 0
+            for j in chunks_of.get(owner, []):
+                lo, hi = starts[j], starts[j] + lengths[j]
+                overlap = min(b, hi) - max(a, lo) if starts[j] >= 0 else 0
+                if overlap > best_overlap:
+                    best, best_overlap = j, overlap
+            if best < 0:
+                placed[-1].append((-1, -1))
+                continue
+            shift = len(texts[best]) - lengths[best] - starts[best]  # abstract -> text
+            lo, hi = starts[best], starts[best] + lengths[best]
+            spans[best].append((max(a, lo) + shift, min(b, hi) + shift))
+            placed[-1].append((best, len(spans[best]) - 1))
+    return spans, placed
+
+
+def _paper_vectors(vectors: np.ndarray, owners: np.ndarray, n: int) -> list[list[float]]:
+    """Each paper's whole-paper vector: the normalized mean of its chunks' vectors."""
+    out = []
+    for i in range(n):
+        v = vectors[owners == i].mean(axis=0)
+        out.append((v / max(float(np.linalg.norm(v)), 1e-12)).tolist())
+    return out
 
 
 def _paper_meta(paper: Paper, n_chunks: int, chunking: str, n_sentences: int) -> dict[str, Any]:

@@ -444,109 +444,161 @@ class ChatApp:
 def build(engine: Engine) -> gr.Blocks:
     """Lay out the page and wire its events to a `ChatApp`'s handlers."""
     app = ChatApp(engine)
-    settings, menu = engine.settings, app.menu
+    t = page_i18n({"header": _mode_header(engine.settings, app.menu)})  # the page's words, translated in the browser
+    with gr.Blocks(title="Ask the ICLR 2025 abstracts", analytics_enabled=False,
+                   delete_cache=(EXPORT_MAX_AGE // 2, EXPORT_MAX_AGE)) as demo:
+        c = _lay_out(engine, app.menu, t)
+        app.page = Page(c.chatbot, c.answers, c.cards, c.export_md, c.export_json, c.box, c.export_id, c.spent, c.chips)
+        _wire_answers(app, c)
+        timer = _wire_uploads_and_status(app, c, demo)
+    _STATUS[demo] = (c.progress, timer)
+    _I18N[demo] = t
+    return demo
+
+
+def _mode_header(settings, menu: ModelMenu) -> tuple[str, str]:
+    """The heading and the line saying who writes the answers (the LLM, and whether another can be chosen, or
+    extraction), in each language of the page (`rag.web.i18n.header`)."""
     name = inert(settings.llm_model or "")
     if settings.llm_enabled:
-        mode = header(f"Answers written by **{name}** from the retrieved abstracts"
+        return header(f"Answers written by **{name}** from the retrieved abstracts"
                       + (" (another model can be chosen under Model)" if menu.several else ""),
                       f"回答由 **{name}** 根据检索到的摘要写成"
                       + ("（可在“模型”中换用其他模型）" if menu.several else ""))
-    else:
-        mode = header("**Extractive — no LLM configured**: answers quote the retrieved abstracts",
-                      "**抽取式——未配置 LLM**：回答直接引用检索到的摘要")
-    t = page_i18n({"header": mode})  # the page's words, translated in the browser (rag.web.i18n)
-    with gr.Blocks(title="Ask the ICLR 2025 abstracts", analytics_enabled=False,
-                   delete_cache=(EXPORT_MAX_AGE // 2, EXPORT_MAX_AGE)) as demo:
-        answers = gr.State([])
-        export_id = gr.State("")
-        gr.Markdown(t("header"), elem_id="header")
-        progress = gr.Markdown(_translated_status(t, engine), elem_id="indexing")
-        with gr.Row():
-            with gr.Column(scale=3):
-                # latex_delimiters=[]: TeX from papers is shown as plain text (`rag.web.render.plain`), never typeset
-                # by KaTeX from a paper's own `$$...$$` (which could draw over the page).
-                chatbot = gr.Chatbot(label=t("chat"), height=560, elem_id="chat", sanitize_html=True,
-                                     latex_delimiters=[],
-                                     feedback_options=("Like", "Dislike"), buttons=["copy"])
-                with gr.Row(elem_id="chips"):  # filters the last question's words set; a click asks without it
-                    chips = [gr.Button("", size="sm", visible=False, elem_id=f"chip-{kind}", elem_classes="chip")
-                             for kind in QUESTION_FILTERS]
-                with gr.Row(elem_id="ask-row"):  # first on a phone (rag.web.render.CSS)
-                    box = gr.Textbox(placeholder=t("question"), show_label=False, scale=6,
-                                     elem_id="question", max_length=100_000, submit_btn=False)
-                    send = gr.Button(t("ask"), variant="primary", scale=1, elem_id="ask")
-                gr.Examples(EXAMPLES, inputs=box, label=t("examples"))
-                with gr.Row():
-                    export_buttons = [gr.Button(t("export_md"), elem_id="export-md", size="sm"),
-                                      gr.Button(t("export_json"), elem_id="export-json", size="sm")]
-                    # The files, made on the click (ChatApp.write_export) and downloaded by these hidden buttons.
-                    export_md = gr.DownloadButton(t("md_file"), elem_id="export-md-file", visible="hidden")
-                    export_json = gr.DownloadButton(t("json_file"), elem_id="export-json-file", visible="hidden")
-                    clear = gr.Button(t("clear"), size="sm", elem_id="clear")
-                    upload = gr.UploadButton(t("add_papers"), size="sm", elem_id="add-papers", file_count="multiple",
-                                             file_types=sorted(SUPPORTED_SUFFIXES))
-                spent = gr.Markdown("", elem_id="session-totals")
-                added = gr.Markdown("", elem_id="added")
-            with gr.Column(scale=2):
-                model = gr.Dropdown(menu.choices, value=menu.default or None, label=t("model"), elem_id="model",
-                                    visible=menu.several, interactive=True)
-                with gr.Accordion(t("filters"), open=True):
-                    decisions = gr.CheckboxGroup(DECISIONS, label=t("decision"), elem_id="decision")
-                    author = gr.Textbox(label=t("author"), elem_id="author")
-                    k = gr.Slider(1, 20, value=settings.k, step=1, label=t("k"), elem_id="k")
-                cards = gr.HTML(f'<p class="src-empty">{t("sources_empty")}</p>', elem_id="sources")
-        with gr.Accordion(t("map"), open=True, elem_id="map-panel"):
-            mapview = MapPanel(engine)
-            map_html = mapview.render()
-        app.page = Page(chatbot, answers, cards, export_md, export_json, box, export_id, spent, chips)
+    return header("**Extractive — no LLM configured**: answers quote the retrieved abstracts",
+                  "**抽取式——未配置 LLM**：回答直接引用检索到的摘要")
 
-        outputs = [chatbot, answers, cards, box, export_id, *chips]
 
-        def session_now(answers: list[dict], request: gr.Request) -> str:
-            return session_line(answers, settings, request_language(request))
+@dataclass
+class _Layout:
+    """The page's components (`_lay_out`), for the steps that wire their events."""
 
-        totals = dict(fn=session_now, inputs=answers, outputs=spent, api_visibility="private")
-        map_state: dict[str, Any] = dict(fn=mapview.state, inputs=[answers, decisions, author], outputs=map_html,
-                                         api_visibility="private", show_progress="hidden")
-        for trigger in (send.click, box.submit):
-            trigger(app.stream_answer, [box, chatbot, answers, decisions, author, k, export_id, model], outputs,
-                    api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
-                    ).then(**totals).then(**map_state)
-        for chip, kind in zip(chips, QUESTION_FILTERS):
-            chip.click(app.without_filter(kind), [chatbot, answers, decisions, author, k, export_id, model], outputs,
-                       api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
-                       ).then(**totals).then(**map_state)
-        for button, holder, kind in zip(export_buttons, (export_md, export_json), ("md", "json")):
-            button.click(app.exporter(kind), [answers, export_id], [holder, export_id], api_visibility="private",
-                         concurrency_limit=2, concurrency_id="export").then(
-                None, None, None, js=f"() => document.querySelector('#{holder.elem_id}').click()")
-        chatbot.like(app.on_feedback, [answers], None, api_visibility="private")
-        reset_outputs = [chatbot, answers, cards, export_md, export_json, spent, *chips]
-        clear.click(app.reset, None, reset_outputs, api_visibility="private").then(**map_state)
-        chatbot.clear(app.reset, None, reset_outputs, api_visibility="private")  # the chat's trash icon too
-        gr.api(app.ask_api, api_name="ask", concurrency_limit=settings.concurrency, concurrency_id="ask")
-        gr.api(app.related_api, api_name="related", concurrency_limit=settings.concurrency)
-        gr.api(app.topics_api, api_name="topics", concurrency_limit=settings.concurrency)
-        for control in (decisions.change, author.change):
-            control(**map_state)
-        # The report (and the progress while embedding) is under the buttons, below the fold of a laptop's screen:
-        # brought into view when the upload starts and when it ends.
-        into_view = "() => { document.querySelector('#added')?.scrollIntoView({block: 'center'}); }"
-        upload.upload(None, None, None, js=into_view)
-        upload.upload(app.add_papers, [upload], [added, progress], api_visibility="private", concurrency_limit=1
-                      ).then(None, None, None, js=into_view)
-        timer = gr.Timer(2.0, active=engine.indexing.running)
+    answers: gr.State
+    export_id: gr.State
+    progress: gr.Markdown
+    chatbot: gr.Chatbot
+    chips: list[gr.Button]
+    box: gr.Textbox
+    send: gr.Button
+    export_buttons: list[gr.Button]
+    export_md: gr.DownloadButton
+    export_json: gr.DownloadButton
+    clear: gr.Button
+    upload: gr.UploadButton
+    spent: gr.Markdown
+    added: gr.Markdown
+    model: gr.Dropdown
+    decisions: gr.CheckboxGroup
+    author: gr.Textbox
+    k: gr.Slider
+    cards: gr.HTML
+    mapview: MapPanel
+    map_html: gr.HTML
 
-        def status_now(request: gr.Request):
-            return indexing_line(engine, request_language(request)), gr.Timer(active=engine.indexing.running)
 
-        status: dict[str, Any] = dict(fn=status_now, inputs=None, outputs=[progress, timer], api_visibility="private",
-                                      show_progress="hidden")
-        timer.tick(**status)
-        demo.load(**status)  # the line as it is when the page loads (its config may be a second old)
-    _STATUS[demo] = (progress, timer)
-    _I18N[demo] = t
-    return demo
+def _lay_out(engine: Engine, menu: ModelMenu, t: Any) -> _Layout:
+    """The components, in page order: the chat column (chat, chips, question box, examples, export, clear, add
+    papers), the side column (model, filters, sources), and the map under both."""
+    answers = gr.State([])
+    export_id = gr.State("")
+    gr.Markdown(t("header"), elem_id="header")
+    progress = gr.Markdown(_translated_status(t, engine), elem_id="indexing")
+    with gr.Row():
+        with gr.Column(scale=3):
+            # latex_delimiters=[]: TeX from papers is shown as plain text (`rag.web.render.plain`), never typeset
+            # by KaTeX from a paper's own `$$...$$` (which could draw over the page).
+            chatbot = gr.Chatbot(label=t("chat"), height=560, elem_id="chat", sanitize_html=True,
+                                 latex_delimiters=[],
+                                 feedback_options=("Like", "Dislike"), buttons=["copy"])
+            with gr.Row(elem_id="chips"):  # filters the last question's words set; a click asks without it
+                chips = [gr.Button("", size="sm", visible=False, elem_id=f"chip-{kind}", elem_classes="chip")
+                         for kind in QUESTION_FILTERS]
+            with gr.Row(elem_id="ask-row"):  # first on a phone (rag.web.render.CSS)
+                box = gr.Textbox(placeholder=t("question"), show_label=False, scale=6,
+                                 elem_id="question", max_length=100_000, submit_btn=False)
+                send = gr.Button(t("ask"), variant="primary", scale=1, elem_id="ask")
+            gr.Examples(EXAMPLES, inputs=box, label=t("examples"))
+            with gr.Row():
+                export_buttons = [gr.Button(t("export_md"), elem_id="export-md", size="sm"),
+                                  gr.Button(t("export_json"), elem_id="export-json", size="sm")]
+                # The files, made on the click (ChatApp.write_export) and downloaded by these hidden buttons.
+                export_md = gr.DownloadButton(t("md_file"), elem_id="export-md-file", visible="hidden")
+                export_json = gr.DownloadButton(t("json_file"), elem_id="export-json-file", visible="hidden")
+                clear = gr.Button(t("clear"), size="sm", elem_id="clear")
+                upload = gr.UploadButton(t("add_papers"), size="sm", elem_id="add-papers", file_count="multiple",
+                                         file_types=sorted(SUPPORTED_SUFFIXES))
+            spent = gr.Markdown("", elem_id="session-totals")
+            added = gr.Markdown("", elem_id="added")
+        with gr.Column(scale=2):
+            model = gr.Dropdown(menu.choices, value=menu.default or None, label=t("model"), elem_id="model",
+                                visible=menu.several, interactive=True)
+            with gr.Accordion(t("filters"), open=True):
+                decisions = gr.CheckboxGroup(DECISIONS, label=t("decision"), elem_id="decision")
+                author = gr.Textbox(label=t("author"), elem_id="author")
+                k = gr.Slider(1, 20, value=engine.settings.k, step=1, label=t("k"), elem_id="k")
+            cards = gr.HTML(f'<p class="src-empty">{t("sources_empty")}</p>', elem_id="sources")
+    with gr.Accordion(t("map"), open=True, elem_id="map-panel"):
+        mapview = MapPanel(engine)
+        map_html = mapview.render()
+    return _Layout(answers, export_id, progress, chatbot, chips, box, send, export_buttons, export_md, export_json,
+                   clear, upload, spent, added, model, decisions, author, k, cards, mapview, map_html)
+
+
+def _wire_answers(app: ChatApp, c: _Layout) -> None:
+    """The events of asking and of what follows an answer: ask (button, Enter), a chip asking again without its
+    filter, export, feedback, clear, the named API endpoints; after each, the session's totals and the map."""
+    settings = app.settings
+    outputs = [c.chatbot, c.answers, c.cards, c.box, c.export_id, *c.chips]
+
+    def session_now(answers: list[dict], request: gr.Request) -> str:
+        return session_line(answers, settings, request_language(request))
+
+    totals = dict(fn=session_now, inputs=c.answers, outputs=c.spent, api_visibility="private")
+    map_state: dict[str, Any] = dict(fn=c.mapview.state, inputs=[c.answers, c.decisions, c.author],
+                                     outputs=c.map_html, api_visibility="private", show_progress="hidden")
+    for trigger in (c.send.click, c.box.submit):
+        trigger(app.stream_answer, [c.box, c.chatbot, c.answers, c.decisions, c.author, c.k, c.export_id, c.model],
+                outputs, api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
+                ).then(**totals).then(**map_state)
+    for chip, kind in zip(c.chips, QUESTION_FILTERS):
+        chip.click(app.without_filter(kind), [c.chatbot, c.answers, c.decisions, c.author, c.k, c.export_id, c.model],
+                   outputs, api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
+                   ).then(**totals).then(**map_state)
+    for button, holder, kind in zip(c.export_buttons, (c.export_md, c.export_json), ("md", "json")):
+        button.click(app.exporter(kind), [c.answers, c.export_id], [holder, c.export_id], api_visibility="private",
+                     concurrency_limit=2, concurrency_id="export").then(
+            None, None, None, js=f"() => document.querySelector('#{holder.elem_id}').click()")
+    c.chatbot.like(app.on_feedback, [c.answers], None, api_visibility="private")
+    reset_outputs = [c.chatbot, c.answers, c.cards, c.export_md, c.export_json, c.spent, *c.chips]
+    c.clear.click(app.reset, None, reset_outputs, api_visibility="private").then(**map_state)
+    c.chatbot.clear(app.reset, None, reset_outputs, api_visibility="private")  # the chat's trash icon too
+    gr.api(app.ask_api, api_name="ask", concurrency_limit=settings.concurrency, concurrency_id="ask")
+    gr.api(app.related_api, api_name="related", concurrency_limit=settings.concurrency)
+    gr.api(app.topics_api, api_name="topics", concurrency_limit=settings.concurrency)
+    for control in (c.decisions.change, c.author.change):
+        control(**map_state)
+
+
+def _wire_uploads_and_status(app: ChatApp, c: _Layout, demo: gr.Blocks) -> gr.Timer:
+    """"Add papers" (the report scrolled into view), and the indexing line with the timer that refreshes it while
+    an ingest runs. Returns the timer."""
+    engine = app.engine
+    # The report (and the progress while embedding) is under the buttons, below the fold of a laptop's screen:
+    # brought into view when the upload starts and when it ends.
+    into_view = "() => { document.querySelector('#added')?.scrollIntoView({block: 'center'}); }"
+    c.upload.upload(None, None, None, js=into_view)
+    c.upload.upload(app.add_papers, [c.upload], [c.added, c.progress], api_visibility="private", concurrency_limit=1
+                    ).then(None, None, None, js=into_view)
+    timer = gr.Timer(2.0, active=engine.indexing.running)
+
+    def status_now(request: gr.Request):
+        return indexing_line(engine, request_language(request)), gr.Timer(active=engine.indexing.running)
+
+    status: dict[str, Any] = dict(fn=status_now, inputs=None, outputs=[c.progress, timer], api_visibility="private",
+                                  show_progress="hidden")
+    timer.tick(**status)
+    demo.load(**status)  # the line as it is when the page loads (its config may be a second old)
+    return timer
 
 
 SELF_CHECK_WAIT = 60.0  # seconds launch() waits for its own page before giving up

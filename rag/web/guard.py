@@ -103,12 +103,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if self.hosts is not None and b"host" in headers and host_name(headers[b"host"]) not in self.hosts:
-            if scope["type"] == "websocket":
-                await send({"type": "websocket.close", "code": 1008})
-                return
-            await _plain(send, 421, "This server does not answer to that host name (its operator can allow it "
-                                    "with RAG_ALLOWED_HOSTS).")
+        if await self._refused_host(scope, headers, send):
             return
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -117,7 +112,7 @@ class Guard:
         cap = self.max_upload if path.startswith(UPLOAD_PATHS) else self.max_body
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > cap:
-            await _plain(send, 413, f"Request too large (over {cap // 1024 // 1024} MB).")
+            await _too_large(send, cap)
             return
         state: dict[str, Any] = {"over": False, "started": False}
         receive = self._capped(receive, cap, state)
@@ -126,48 +121,26 @@ class Guard:
             if refused:
                 await _plain(send, *refused)
                 return
-        nonce = secrets.token_urlsafe(16)
-
-        async def send_wrapped(message: Message) -> None:
-            if state["over"] and not state["started"]:  # the app answered a body cut off at the cap: 413 instead
-                if message["type"] == "http.response.start":
-                    state["started"] = True
-                    await _plain(send, 413, f"Request too large (over {cap // 1024 // 1024} MB).")
-                return
-            if state["over"]:
-                return
-            if message["type"] == "http.response.start":
-                state["started"] = True
-                headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"content-security-policy"]
-                html = any(k.lower() == b"content-type" and v.startswith(b"text/html") for k, v in headers)
-                headers.append((b"content-security-policy", policy(nonce if html else None).encode()))
-                headers.append((b"x-content-type-options", b"nosniff"))
-                headers.append((b"referrer-policy", b"no-referrer"))
-                if html:  # the body grows by the nonces: hold the start until the whole page is known
-                    state["start"] = {**message, "headers": [(k, v) for k, v in headers
-                                                             if k.lower() != b"content-length"]}
-                    state["body"] = b""
-                    return
-                message = {**message, "headers": headers}
-            elif message["type"] == "http.response.body" and "start" in state:
-                state["body"] += message.get("body", b"")
-                if message.get("more_body"):
-                    return
-                body = _SCRIPT_TAG.sub(b'<script nonce="' + nonce.encode() + b'"', state["body"])
-                start = state.pop("start")
-                start["headers"].append((b"content-length", str(len(body)).encode()))
-                await send(start)
-                message = {"type": "http.response.body", "body": body}
-            await send(message)
-
         try:
-            await self.app(scope, receive, send_wrapped)
+            await self.app(scope, receive, _secured(send, state, cap))
         except Exception:
             if not state["over"]:
                 raise
         if state["over"] and not state["started"]:  # the app gave up on the cut-off body without answering
             state["started"] = True
-            await _plain(send, 413, f"Request too large (over {cap // 1024 // 1024} MB).")
+            await _too_large(send, cap)
+
+    async def _refused_host(self, scope: Scope, headers: dict[bytes, bytes], send: Send) -> bool:
+        """Refuse a request naming a host this server does not answer to (DNS rebinding): a websocket is closed
+        (1008), an HTTP request answered 421 naming RAG_ALLOWED_HOSTS. Returns whether it was refused."""
+        if self.hosts is None or b"host" not in headers or host_name(headers[b"host"]) in self.hosts:
+            return False
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            await _plain(send, 421, "This server does not answer to that host name (its operator can allow it "
+                                    "with RAG_ALLOWED_HOSTS).")
+        return True
 
     @staticmethod
     def _capped(receive: Receive, cap: int, state: dict[str, Any]) -> Receive:
@@ -186,6 +159,51 @@ class Guard:
             return message
 
         return wrapped
+
+
+def _secured(send: Send, state: dict[str, Any], cap: int) -> Send:
+    """`send` with the policy: every response gets the Content-Security-Policy (with a fresh nonce on each inline
+    `<script>` of an HTML page, whose start is held until its body is whole), nosniff and no-referrer; an answer to
+    a body cut off at `cap` (`state["over"]`, set by `Guard._capped`) becomes a 413."""
+    nonce = secrets.token_urlsafe(16)
+
+    async def send_wrapped(message: Message) -> None:
+        if state["over"] and not state["started"]:  # the app answered a body cut off at the cap: 413 instead
+            if message["type"] == "http.response.start":
+                state["started"] = True
+                await _too_large(send, cap)
+            return
+        if state["over"]:
+            return
+        if message["type"] == "http.response.start":
+            state["started"] = True
+            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"content-security-policy"]
+            html = any(k.lower() == b"content-type" and v.startswith(b"text/html") for k, v in headers)
+            headers.append((b"content-security-policy", policy(nonce if html else None).encode()))
+            headers.append((b"x-content-type-options", b"nosniff"))
+            headers.append((b"referrer-policy", b"no-referrer"))
+            if html:  # the body grows by the nonces: hold the start until the whole page is known
+                state["start"] = {**message, "headers": [(k, v) for k, v in headers
+                                                         if k.lower() != b"content-length"]}
+                state["body"] = b""
+                return
+            message = {**message, "headers": headers}
+        elif message["type"] == "http.response.body" and "start" in state:
+            state["body"] += message.get("body", b"")
+            if message.get("more_body"):
+                return
+            body = _SCRIPT_TAG.sub(b'<script nonce="' + nonce.encode() + b'"', state["body"])
+            start = state.pop("start")
+            start["headers"].append((b"content-length", str(len(body)).encode()))
+            await send(start)
+            message = {"type": "http.response.body", "body": body}
+        await send(message)
+
+    return send_wrapped
+
+
+async def _too_large(send: Send, cap: int) -> None:
+    await _plain(send, 413, f"Request too large (over {cap // 1024 // 1024} MB).")
 
 
 async def _check_login(scope: Scope, receive: Receive, headers: dict[bytes, bytes]

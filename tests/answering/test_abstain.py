@@ -46,9 +46,9 @@ def test_gate_refuses_an_absent_topic_and_answers_a_covered_one(seed_engine):
     assert abstain.probability(covered) < abstain.THRESHOLD <= abstain.probability(absent)
     assert abstain.probability(figure) > abstain.probability(covered)
     # Over the 38 seeds the learned gate stays out (fitted at corpus scale): only the confidence gate decides.
-    assert not abstain.refuses(absent)
+    assert not abstain.applies(absent)
     at_scale = {name: replace(r, corpus_size=2114) for name, r in (("covered", covered), ("absent", absent))}
-    assert abstain.refuses(at_scale["absent"]) and not abstain.refuses(at_scale["covered"])
+    assert abstain.applies(at_scale["absent"]) and abstain.applies(at_scale["covered"])
     off = settings.model_copy(update={"abstain_model_threshold": 1.01, "abstain_threshold": -1.0})
     only_model = settings.model_copy(update={"abstain_threshold": -1.0})
     assert should_abstain(at_scale["absent"], only_model) and not should_abstain(at_scale["absent"], off)
