@@ -118,7 +118,7 @@ def answer_from(prompt: str, mode: str, style: str = "") -> str:
                 return hit.group(1).strip() + (" [1]." if mode == "inject_cited" else "")
     asked = _words(question.group(1) if question else "")
     n, sentence = _best(asked, sources)
-    if "Write the answer in Chinese" in prompt:
+    if "in Chinese, the language of the question" in prompt:
         return f"根据来源，这篇论文提出的方法可以回答这个问题 [{n}]。"
     if style:
         other, second = _best(asked, sources, skip=n)

@@ -34,7 +34,7 @@ from rag.config import DEFAULT_POLICY, Settings
 from rag.query.intent import Intent
 from rag.search.retrieve import Retrieval
 from rag.generation import prompts
-from rag.generation.citations import StreamFilter, clean, without_citations
+from rag.generation.citations import EchoedTags, StreamFilter, clean, without_citations
 from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.generation.support import Checker
 from rag.answering.compare import side_papers
@@ -159,14 +159,16 @@ def _llm_answer(answer: Answer, read: list[Source], llm: ChatClient, templates: 
                     {"role": "user", "content": prompts.fill(
                         templates["answer"], sources=prompts.render_sources(read),
                         question=asked, language=prompts.answer_language(answer.question))}]
+        tags = EchoedTags()  # a model echoing the prompt's <source n="k"> fences cites k with them
         for delta in llm.stream(messages, completion):
-            text = stream.feed(delta)
+            text = stream.feed(tags.feed(delta))
             if text:
                 streamed = True
                 yield Delta(text)
-        tail, cleaned = stream.finish()
-        if tail:
-            yield Delta(tail)
+        tail = stream.feed(tags.finish())
+        end, cleaned = stream.finish()
+        if tail + end:
+            yield Delta(tail + end)
         if not cleaned.text.strip():
             raise LLMError("the LLM endpoint returned an empty answer")
         refused = not cleaned.cited and is_refusal(cleaned.text, refusal_extra_words)

@@ -235,3 +235,43 @@ class StreamFilter:
         _clean(self._raw, self._done, end, final, self.valid, self.result)
         self._done = end
         return self.result.text[before:]
+
+
+_TAG = re.compile(r"<[ \t]*(?P<close>/)?[ \t]*source\b"
+                  r"(?:[ \t]+n[ \t]*=[ \t]*[\"']?(?P<n>\d{1,3})[\"']?)?[^<>\n]{0,40}>", re.IGNORECASE)
+_PARTIAL_TAG = re.compile(r"<[^<>\n]{0,50}\Z")
+
+
+class EchoedTags:
+    """The prompt's source fences echoed into an answer, turned into citations: Qwen2.5-Coder-1.5B wraps what it
+    takes from a source in them (`<source n="1">LOKI ... </source> introduces ...`; eval/README.md, 2026-12-02).
+    An opening tag is dropped and remembered; its closing tag (or the end of the answer, if none comes) becomes
+    " [n]", which `StreamFilter`, fed after this, reads like any citation. Runs in front of it on the stream,
+    holding back only a "<" that may still become a tag."""
+
+    def __init__(self) -> None:
+        self._held = ""
+        self._open: list[str] = []  # numbers of tags opened and not yet closed
+
+    def feed(self, delta: str) -> str:
+        self._held += delta
+        partial = _PARTIAL_TAG.search(self._held)
+        cut = partial.start() if partial else len(self._held)
+        out, self._held = self._rewrite(self._held[:cut]), self._held[cut:]
+        return out
+
+    def finish(self) -> str:
+        out = self._rewrite(self._held)
+        self._held = ""
+        out += "".join(f" [{n}]" for n in reversed(self._open))
+        self._open = []
+        return out
+
+    def _rewrite(self, text: str) -> str:
+        def tag(match: re.Match) -> str:
+            if not match.group("close"):
+                if match.group("n"):
+                    self._open.append(match.group("n"))
+                return ""
+            return f" [{self._open.pop()}]" if self._open else ""
+        return _TAG.sub(tag, text)

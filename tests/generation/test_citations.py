@@ -170,3 +170,18 @@ def test_streaming_holds_back_only_what_may_still_change():
     assert stream.feed(" scale.\n\nSou") == " scale"  # maybe the trailing "Sources:" line: "scale [n]."
     assert stream.feed("rce code is open.") == ".\n\nSource code is open"
     assert stream.finish()[0] == "."
+
+
+@pytest.mark.parametrize("step", [1, 2, 5, 1000])
+def test_echoed_source_tags_become_citations_however_the_stream_is_split(step):
+    from rag.generation.citations import EchoedTags
+
+    raw = ('<source n="1">LOKI: A Benchmark</source> introduces LOKI. <source n="2">It has 18K questions [2].'
+           '</source> Plain: x < y, a<b. <source n="3">Never closed')
+    tags, stream = EchoedTags(), StreamFilter({1, 2, 3})
+    shown = "".join(stream.feed(tags.feed(raw[i:i + step])) for i in range(0, len(raw), step))
+    shown += stream.feed(tags.finish())
+    end, cleaned = stream.finish()
+    assert shown + end == cleaned.text == ("LOKI: A Benchmark [1] introduces LOKI. It has 18K questions [2]. "
+                                           "Plain: x < y, a<b. Never closed [3]")
+    assert cleaned.cited == [1, 2, 3]

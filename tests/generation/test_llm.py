@@ -73,8 +73,8 @@ def test_the_prompt_numbers_the_sources_and_fences_them_as_data(seed_engine, ser
     for source in answer.sources:  # the seeds carry their ICLR 2025 titles (rag.store.catalog)
         assert f'<source n="{source.n}">\nTitle: {source.title}\nAbstract: {source.text[:80]}' in user
     assert answer.sources[0].title == "Efficient Dictionary Learning with Switch Sparse Autoencoders"
-    assert f"Question: {SAE}" in user and "cite the source(s)" in user
-    assert "Write the answer in the language of the question," in user
+    assert f"Question: {SAE}" in user and "End every sentence with the number of its source" in user
+    assert "in two to four sentences, in the language of the question." in user
     assert server.chat_requests()[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
 
 
@@ -321,7 +321,7 @@ def test_every_citation_style_is_accepted_and_shown_in_the_apps_form(embedded_se
 def test_a_chinese_question_gets_a_chinese_answer_citing_the_english_abstracts(seed_engine, server):
     engine = llm_engine(seed_engine, server.base_url)
     events, answer = run(engine, ZH_SAE)
-    assert "Write the answer in Chinese, the language of the question," in server.last_messages()[1]["content"]
+    assert "sentences, in Chinese, the language of the question." in server.last_messages()[1]["content"]
     assert answer.mode == "llm" and answer.fallback_reason == ""
     assert answer.answer == "根据来源，这篇论文提出的方法可以回答这个问题[1]。"
     assert [c.n for c in answer.citations] == [1] and answer.citations[0].text == SAE_ABSTRACT
@@ -538,3 +538,20 @@ def test_an_uncited_answer_the_abstracts_support_is_repaired_with_citations_not_
     server.reply = "Switch SAEs were trained on 12,345 GPUs for 678 days. They were invented in 1987 at MIT."
     answer = llm_engine(seed_engine, server.base_url).ask(SAE)
     assert answer.mode == "extractive" and "cited none" in answer.fallback_reason and answer.attributed == 0
+
+
+# Qwen2.5-Coder-1.5B over llama.cpp, 2026-12-02 (passages prompt): it wraps what it takes from a source in the
+# prompt's own fence instead of citing it.
+QWEN_TAGS = ('<source n="1">Efficient Dictionary Learning with Switch Sparse Autoencoders</source> introduces Switch '
+             'Sparse Autoencoders, which route activation vectors between smaller "expert" SAEs. <source n="1">They '
+             'reduce the compute cost of training SAEs.')
+
+
+@pytest.mark.parametrize("chunks", ["words", "chars"])
+def test_the_source_tags_a_model_echoes_become_citations(seed_engine, server, chunks):
+    server.reply, server.chunks = QWEN_TAGS, chunks
+    events, answer = run(llm_engine(seed_engine, server.base_url), SAE)
+    assert answer.mode == "llm" and answer.fallback_reason == "" and answer.attributed == 0
+    assert "<source" not in answer.answer and "</source>" not in answer.answer
+    assert answer.answer.count("[1]") == 2 and answer.citations[0].text == SAE_ABSTRACT
+    assert "".join(e.text for e in events if isinstance(e, Delta)) == answer.answer
