@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 from rag.config import DEFAULT_POLICY, Settings
 from rag.query.intent import Intent
 from rag.search.retrieve import Retrieval
 from rag.generation import prompts
-from rag.generation.citations import EchoedTags, StreamFilter, clean, without_citations
+from rag.generation.citations import Cleaned, EchoedTags, StreamFilter, clean, without_citations
 from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.generation.support import Checker
 from rag.answering.compare import side_papers
@@ -55,66 +55,84 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     autoencoders evaluated?"), which the LLM is asked instead of the bare follow-up it could not resolve."""
     intent = intent or Intent()
     focused = bool(answer.focus)  # a follow-up answered from the previous answer's papers
-    sides: list[int] = []  # the papers a comparison's sides name (hit indexes), when all are found
     whole_list = not intent.has_topic and bool(answer.filters.get("decisions") or answer.filters.get("author"))
-    if focused:
-        # The user chose the papers; the question ("What data did they use?") is too vague for the collection-wide
-        # gate, so only a near-zero match (nothing of the abstract relates to it) is refused.
-        fresh = [s for s in retrieval.sentences if s.text not in already_said]
-        retrieval.sentences = fresh or retrieval.sentences
-        covered = answer.answer_type in RECORD_TYPES or (
-            bool(retrieval.sentences) and retrieval.sentences[0].score >= settings.policy.focus_floor)
-    else:
-        sides = side_papers(retrieval, intent.sides, settings.policy) if answer.answer_type == "compare" else []
-        outcome = "answered" if whole_list or sides else decide(retrieval, settings)
-        covered = outcome == "answered"
-        if outcome == "unsure" and answer.sources:
-            # Near the gate's cut point the reader decides (issue 28): an LLM, when one is set, reads the papers
-            # and may answer with citations; if it finds no answer, or fails, the closest papers are shown unsure.
-            if llm is not None and not answer.fallback_reason:
-                yield from _llm_answer(answer, reader_sources(retrieval, answer.sources, settings), llm, templates,
-                                       checker, started, standalone, settings.policy.refusal_extra_words)
-                if answer.mode == "llm" and answer.outcome == "answered":
-                    return
-                yield from _reader_found_nothing(answer, llm.model)
-                if answer.fallback_reason:
-                    answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); showing the "
-                                          "closest papers instead.")
-            text, cited = unsure_text(answer.sources)
-            by_n = {s.n: s for s in answer.sources}
-            answer.answer, answer.citations = text, [by_n[n] for n in cited]
-            answer.conclude("unsure")
-            yield Delta(answer.answer)
-            return
-    if not retrieval.hits or not covered:
+    # the papers a comparison's sides name (hit indexes), when all are found
+    sides = side_papers(retrieval, intent.sides, settings.policy) if answer.answer_type == "compare" and not focused \
+        else []
+    outcome = _coverage(answer, retrieval, settings, focused, whole_list or bool(sides), already_said)
+    reader = (lambda: _llm_answer(answer, reader_sources(retrieval, answer.sources, settings), llm, templates, checker,
+                                  started, standalone, settings.policy.refusal_extra_words)) \
+        if llm is not None and not answer.fallback_reason else None
+    if outcome == "unsure" and answer.sources:
+        yield from _unsure(answer, reader, llm.model if llm else "")
+    elif not retrieval.hits or outcome != "answered":
         answer.answer = (f"Not covered: the abstract of “{answer.sources[0].title}” does not appear to say."
                          if focused and answer.sources else abstention_text(answer.sources))
         answer.conclude("not_covered")
         yield Delta(answer.answer)
-        return
-    if llm is not None and not answer.fallback_reason:
-        yield from _llm_answer(answer, reader_sources(retrieval, answer.sources, settings), llm, templates,
-                               checker, started, standalone, settings.policy.refusal_extra_words)
-        # A reader's "no answer" beside a retrieval the gate found answerable is not final: a small model gives
-        # up on descriptions it cannot link (Qwen2.5-1.5B did on 21% of answerable questions, the right paper
-        # often at rank 2-5). The extractive answer is shown instead, marked unsure.
-        yield from _reader_found_nothing(answer, llm.model)
-    if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
+    else:
+        if reader is not None and llm is not None:
+            yield from reader()
+            # A reader's "no answer" beside a retrieval the gate found answerable is not final: a small model gives
+            # up on descriptions it cannot link (Qwen2.5-1.5B did on 21% of answerable questions, the right paper
+            # often at rank 2-5). The extractive answer is shown instead, marked unsure.
+            yield from _reader_found_nothing(answer, llm.model)
+        if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
+            yield from _extractive_answer(answer, retrieval, settings, intent, whole_list, focused, sides)
+
+
+def _coverage(answer: Answer, retrieval: Retrieval, settings: Settings, focused: bool, chosen: bool,
+              already_said: str) -> str:
+    """Whether the papers answer the question: "answered", "unsure" or "not_covered" (`decide`). A follow-up about
+    the previous answer's papers is never unsure: the user chose the papers, and its question ("What data did they
+    use?") is too vague for the collection-wide gate, so only a near-zero match is refused. `chosen`: a filter
+    with no topic, or a comparison whose sides were all found, names its papers and is answered."""
+    if not focused:
+        return "answered" if chosen else decide(retrieval, settings)
+    fresh = [s for s in retrieval.sentences if s.text not in already_said]
+    retrieval.sentences = fresh or retrieval.sentences
+    covered = answer.answer_type in RECORD_TYPES or (
+        bool(retrieval.sentences) and retrieval.sentences[0].score >= settings.policy.focus_floor)
+    return "answered" if covered else "not_covered"
+
+
+def _unsure(answer: Answer, reader: Callable[[], Iterator[Delta | Restart]] | None, model: str
+            ) -> Iterator[Delta | Restart]:
+    """Near the gate's cut point the reader decides (issue 28): an LLM, when one is set, reads the papers and may
+    answer with citations; if it finds no answer, or fails, the closest papers are shown, unsure."""
+    if reader is not None:
+        yield from reader()
+        if answer.mode == "llm" and answer.outcome == "answered":
+            return
+        yield from _reader_found_nothing(answer, model)
         if answer.fallback_reason:
-            answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
-                                  "showing sentences quoted from the abstracts instead.")
-        text, cited = extractive(retrieval, settings, answer.sources, answer.answer_type, intent.asked_decision,
-                                 whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
-                                 follow_up=focused)
-        by_n = {s.n: s for s in answer.sources}
-        if answer.llm_no_answer and cited:
-            answer.conclude("unsure")
-            text = f"{UNSURE_READER}\n{text}"
-        else:
-            answer.conclude("answered" if cited else "not_covered")
-        answer.answer = text if cited else abstention_text(answer.sources)
-        answer.citations = [by_n[n] for n in cited]
-        yield Delta(answer.answer)
+            answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); showing the "
+                                  "closest papers instead.")
+    text, cited = unsure_text(answer.sources)
+    by_n = {s.n: s for s in answer.sources}
+    answer.answer, answer.citations = text, [by_n[n] for n in cited]
+    answer.conclude("unsure")
+    yield Delta(answer.answer)
+
+
+def _extractive_answer(answer: Answer, retrieval: Retrieval, settings: Settings, intent: Intent, whole_list: bool,
+                       focused: bool, sides: list[int]) -> Iterator[Delta]:
+    """The extractive answer for the question's type, marked unsure after an LLM's "no answer"."""
+    if answer.fallback_reason:
+        answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
+                              "showing sentences quoted from the abstracts instead.")
+    text, cited = extractive(retrieval, settings, answer.sources, answer.answer_type, intent.asked_decision,
+                             whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
+                             follow_up=focused)
+    by_n = {s.n: s for s in answer.sources}
+    if answer.llm_no_answer and cited:
+        answer.conclude("unsure")
+        text = f"{UNSURE_READER}\n{text}"
+    else:
+        answer.conclude("answered" if cited else "not_covered")
+    answer.answer = text if cited else abstention_text(answer.sources)
+    answer.citations = [by_n[n] for n in cited]
+    yield Delta(answer.answer)
 
 
 UNSURE_READER = "Unsure: the LLM found no answer in these papers. The passages closest to the question:"
@@ -147,8 +165,8 @@ def _llm_answer(answer: Answer, read: list[Source], llm: ChatClient, templates: 
                 refusal_extra_words: int = DEFAULT_POLICY.refusal_extra_words) -> Iterator[Delta | Restart]:
     """The LLM's answer from `read` (the sources it is shown: `rag.answering.context`), if it passes the checks;
     else `answer.fallback_reason` says why and the text is empty. A number it cites but was not shown counts as
-    fabricated; the support check reads the whole abstracts of the cited papers (`answer.sources`)."""
-    by_n = {s.n: s for s in answer.sources}
+    fabricated; the support check reads the whole abstracts of the cited papers (`answer.sources`), English sentences
+    by meaning, numbers and names, Chinese, Japanese or Korean ones by their numbers and names (`support.check`)."""
     completion = Completion()
     stream = StreamFilter({s.n for s in read})
     streamed = False
@@ -173,23 +191,11 @@ def _llm_answer(answer: Answer, read: list[Source], llm: ChatClient, templates: 
             raise LLMError("the LLM endpoint returned an empty answer")
         refused = not cleaned.cited and is_refusal(cleaned.text, refusal_extra_words)
         if not cleaned.cited and not refused:
-            # Every claim must carry a citation. An answer citing nothing gets one repair: each sentence an abstract
-            # it was shown supports is given that paper's number (`support.attribute`); if none is supported (a
-            # model that ignored the prompt, or obeyed instructions hidden in an abstract), it is not an answer.
-            repaired, added = checker.attribute(cleaned.text, [by_n[s.n] for s in read], asked)
-            if not added:
-                raise LLMError("the LLM's answer cited none of the sources")
-            fabricated = cleaned.fabricated
-            cleaned = clean(repaired, {s.n for s in read})
-            cleaned.fabricated = fabricated
-            answer.attributed = len(added)
-            answer.notices.append("The model cited no source: each citation was added by the app where the cited "
-                                  "abstract supports the sentence.")
+            cleaned = _repaired(answer, cleaned, read, checker, asked)
             if streamed:  # show the text again, with its citations
                 yield Restart("citations added where the abstracts support the sentences", failed=False)
+            streamed = True
             yield Delta(cleaned.text)
-        # The support check decides the language per sentence (rag.generation.support.check): English sentences by
-        # meaning, numbers and names; Chinese, Japanese or Korean ones by the numbers and names they state.
         unsupported, checked = ([], 0) if refused else checker.unsupported(cleaned.text, answer.sources, asked)
         if time.monotonic() - begun > llm.settings.llm_deadline:  # the check counts inside the deadline
             raise LLMError(f"the LLM endpoint did not finish its answer within {llm.settings.llm_deadline:g} s")
@@ -206,7 +212,7 @@ def _llm_answer(answer: Answer, read: list[Source], llm: ChatClient, templates: 
         return
     answer.mode, answer.model, answer.answer = "llm", llm.model, cleaned.text.strip()
     answer.fabricated = cleaned.fabricated
-    answer.citations = [by_n[n] for n in cleaned.cited]
+    answer.citations = [s for n in cleaned.cited for s in answer.sources if s.n == n]
     answer.conclude("answered" if cleaned.cited else "not_covered")
     answer.unsupported = unsupported
     language = prompts.language_of(cleaned.text)
@@ -214,6 +220,22 @@ def _llm_answer(answer: Answer, read: list[Source], llm: ChatClient, templates: 
         answer.notices.append(f"The answer is in {language}: its sentences were checked for the numbers and names "
                               "they state, which must be in the abstracts they cite, not for their meaning.")
     _record_usage(answer, completion, started)
+
+
+def _repaired(answer: Answer, cleaned: Cleaned, read: list[Source], checker: Checker, asked: str) -> Cleaned:
+    """Every claim must carry a citation. An answer citing nothing gets one repair: each sentence an abstract the
+    model was shown supports is given that paper's number (`support.attribute`); if none is supported (a model
+    that ignored the prompt, or obeyed instructions hidden in an abstract), it is not an answer (`LLMError`)."""
+    by_n = {s.n: s for s in answer.sources}
+    repaired, added = checker.attribute(cleaned.text, [by_n[s.n] for s in read], asked)
+    if not added:
+        raise LLMError("the LLM's answer cited none of the sources")
+    result = clean(repaired, {s.n for s in read})
+    result.fabricated = cleaned.fabricated
+    answer.attributed = len(added)
+    answer.notices.append("The model cited no source: each citation was added by the app where the cited abstract "
+                          "supports the sentence.")
+    return result
 
 
 def _record_usage(answer: Answer, completion: Completion, started: float) -> None:
