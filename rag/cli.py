@@ -20,6 +20,7 @@ import click
 import rag
 from rag.config import ENV_VARS, Settings
 from rag.errors import RagError, one_line, redact_url
+from rag.query.filters import Filters
 from rag.text import json_safe, terminal_safe
 
 EXIT_OK, EXIT_PARTIAL, EXIT_NOTHING = 0, 1, 2
@@ -361,7 +362,7 @@ def render_sources(answer, settings: Settings | None = None) -> str:
     lines = [f"note: {notice}" for notice in answer.notices]
     if answer.retrieval_query:
         lines.append(f"searched: {answer.retrieval_query}")
-    if answer.filters.get("from_question"):
+    if answer.filters.from_question:
         lines.append("filters from the question: " + describe_filters(answer.filters))
     if answer.fabricated:
         lines.append(f"note: removed {answer.fabricated} citation(s) to sources that were not given")
@@ -384,14 +385,13 @@ def render_sources(answer, settings: Settings | None = None) -> str:
     return "\n".join(lines).rstrip()
 
 
-def describe_filters(filters: dict[str, Any]) -> str:
+def describe_filters(filters: Filters) -> str:
     parts = []
-    if "decisions" in filters["from_question"]:
-        parts.append(" or ".join(filters["decisions"])
-                     + (" (no paper matched: answered with any decision)" if "decisions" in filters.get("widened", [])
-                        else ""))
-    if "author" in filters["from_question"]:
-        parts.append(f"author {filters['author']}")
+    if "decisions" in filters.from_question:
+        parts.append(" or ".join(filters.decisions)
+                     + (" (no paper matched: answered with any decision)" if "decisions" in filters.widened else ""))
+    if "author" in filters.from_question:
+        parts.append(f"author {filters.author}")
     return "; ".join(parts)
 
 

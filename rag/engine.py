@@ -30,6 +30,7 @@ from rag.store.embeddings import Embedder, make_embedder
 from rag.store.index import IngestStats, PaperIndex, StoredPaper, open_client
 from rag.store.ingest import read_paths
 from rag.query import zh
+from rag.query.filters import Filters
 from rag.query.intent import Intent, parse
 from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams
 from rag.explore.related import PaperNotFound, Related, explorer, find_paper
@@ -235,7 +236,7 @@ class Plan:
     intent: Intent
     search: str  # the words searched
     focus: list[str]  # a follow-up's papers: those of the previous answer it refers to
-    filters: dict[str, Any]  # {"decisions", "author", "from_question": the kinds the question's words set}
+    filters: Filters  # the decisions / author searched, and the kinds the question's words set
     fallback: str  # why the LLM's follow-up rewrite failed, if it did
     standalone: str = ""  # a follow-up rewritten to stand alone, asked of the LLM in its place
 
@@ -527,7 +528,7 @@ class Engine:
         if intent.type == "count" or not intent.has_topic:  # a count, or "papers by X": as many as can be shown
             k = max(k, min(MAX_K, self.settings.candidates))
         loaded = time.perf_counter()
-        retrieval, lead = self._retrieve(intent, search, k, filters, focus)
+        retrieval, lead, filters = self._retrieve(intent, search, k, filters, focus)
         retrieved = time.perf_counter()
         partial = None  # where the notice of a partial index is, to say after answering what may change
         if self.indexing.running and self.indexing.total:
@@ -555,36 +556,37 @@ class Engine:
         answer.policy = self.settings.policy_hash
         yield answer
 
-    def _retrieve(self, intent: Intent, search: str, k: int, filters: dict[str, Any], focus: list[str]
-                  ) -> tuple[Retrieval, str]:
-        """The retrieval to answer from, and a sentence to lead the answer with ("" mostly).
+    def _retrieve(self, intent: Intent, search: str, k: int, filters: Filters, focus: list[str]
+                  ) -> tuple[Retrieval, str, Filters]:
+        """The retrieval to answer from, a sentence to lead the answer with ("" mostly), and the filters it applied.
 
         A list or count with a decision or author filter is also searched without filters (`Retrieval.reference`):
         its bar (`rag.answering.extractive.passes_bar`) is relative to the best paper of the whole collection, so
         "spotlights on X" names no spotlight that is merely the nearest to X. "How many orals are on X?" when no paper
         with the decision its words ask for passes that bar: the answer says none does, then lists the papers on X with
-        any decision, as `filters["widened"]` records; a refusal would tell the user the collection has nothing on X.
+        any decision, as the filters returned record (`widened`); a refusal would tell the user the collection has
+        nothing on X.
         A filter set in the panel or by a flag is the user's explicit choice and stands."""
-        params = RetrievalParams.from_settings(self.settings, k=k, decisions=tuple(filters["decisions"]),
-                                               author=filters["author"], paper_ids=tuple(focus))
+        params = RetrievalParams.from_settings(self.settings, k=k, decisions=filters.decisions,
+                                               author=filters.author, paper_ids=tuple(focus))
         retrieval = self.retriever.retrieve(search, params)
         if (intent.type not in ("count", "list") or not intent.has_topic or focus
                 or not (params.decisions or params.author)):
-            return retrieval, ""
+            return retrieval, "", filters
         retrieval.reference = everything = self.retriever.retrieve(search, replace(params, decisions=(), author=None))
-        if "decisions" not in filters["from_question"] or (
+        if "decisions" not in filters.from_question or (
                 not should_abstain(retrieval, self.settings) and passes_bar(retrieval, self.settings)):
-            return retrieval, ""
+            return retrieval, "", filters
         wider = self.retriever.retrieve(search, replace(params, decisions=())) if params.author else everything
         wider.reference = everything
         if should_abstain(wider, self.settings) or not passes_bar(wider, self.settings):
-            return retrieval, ""
-        filters["widened"] = ["decisions"]
+            return retrieval, "", filters
         kinds = " or ".join(d.removeprefix("Accept (").rstrip(")").lower() for d in params.decisions)
-        return wider, f"No {kinds} paper in the list matches this question. With any decision:"
+        return (wider, f"No {kinds} paper in the list matches this question. With any decision:",
+                replace(filters, widened=("decisions",)))
 
     def _without_search(self, question: str, intent: Intent, focus: list[str], k: int | None,
-                        filters: dict[str, Any], notices: list[str], started: float) -> list[Delta | Answer]:
+                        filters: Filters, notices: list[str], started: float) -> list[Delta | Answer]:
         """The answer to a question the collection's structure answers, not a search: which topics have the most
         orals (the topic clusters, `rag.explore.topicmap`), which papers are related to X (X's nearest papers,
         `rag.explore.related`). [] for any other question ("related to X" when X is a topic, not a paper, is a list:
@@ -595,7 +597,7 @@ class Engine:
             return self._related(question, focus[0] if focus else intent.query, k, filters, notices, started)
         return []
 
-    def _related(self, question: str, name: str, k: int | None, filters: dict[str, Any], notices: list[str],
+    def _related(self, question: str, name: str, k: int | None, filters: Filters, notices: list[str],
                  started: float) -> list[Delta | Answer]:
         """ "Which papers are related to X?" when X names one paper (its id, a name written with a capital or a
         digit such as CatVTON or Time-MoE, or half its title): X and its nearest papers. Otherwise [] and the
@@ -608,7 +610,7 @@ class Engine:
         paper = self._named_paper(name)
         if paper is None:
             return []
-        answer = related_answer(question, self.related(paper.paper_id, k, filters["decisions"]), notices, filters)
+        answer = related_answer(question, self.related(paper.paper_id, k, filters.decisions), notices, filters)
         answer.timings = {"total_ms": _ms(started, time.perf_counter())}
         return [Delta(answer.answer), answer]
 
@@ -648,8 +650,8 @@ class Engine:
         search = intent.query if query == question else parse(query, self._known_author).query
         search = zh.retrieval_query(search)  # a Chinese question is searched by its English terms (rag.query.zh)
         given = (("decisions", decisions, intent.decisions), ("author", author, intent.author))
-        filters = {"decisions": decisions or list(intent.decisions), "author": author or intent.author,
-                   "from_question": [name for name, mine, theirs in given if theirs and not mine]}
+        filters = Filters(tuple(decisions) or tuple(intent.decisions), author or intent.author,
+                          tuple(name for name, mine, theirs in given if theirs and not mine))
         return Plan(intent, search, focus, filters, fallback, query if query != question else "")
 
     @property

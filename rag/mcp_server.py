@@ -388,7 +388,7 @@ def _add_search_tools(server: PapersServer, engine: "Engine") -> None:
                          nearest=[_cited(s) for s in answer.sources] if answer.abstained else [],
                          paper_ids=answer.cited_ids, notices=answer.notices, unsupported=answer.unsupported,
                          fallback_reason=answer.fallback_reason, policy=answer.policy,
-                         filters=_inert_tree(answer.filters))
+                         filters=_inert_tree(answer.filters.to_dict()))
 
 
 def _add_paper_tools(server: PapersServer, engine: "Engine") -> None:

@@ -6,22 +6,19 @@ each with its counts and one or two example papers cited.
 
 from __future__ import annotations
 
-from typing import Any
-
 from rag.answering.extractive import BULLET, _decision_kind
 from rag.answering.records import Answer, Source, source_of
 from rag.explore.related import Related
 from rag.explore.topicmap import KINDS, TopicMap, kind
+from rag.query.filters import Filters
 from rag.query.intent import Intent
 from rag.store.index import StoredPaper
 
 
-def related_answer(question: str, related: Related, notices: list[str], filters: dict[str, Any] | None = None
-                   ) -> Answer:
+def related_answer(question: str, related: Related, notices: list[str], filters: Filters = Filters()) -> Answer:
     """ "Which papers are related to X?": X [1] and its nearest papers by whole-paper vector (`rag.explore.related`);
-    "Which orals are related to X?": its nearest papers with that decision (`filters["decisions"]`)."""
-    filters = filters or {"decisions": [], "author": None, "from_question": []}
-    kind = " or ".join(_decision_kind(d) for d in filters["decisions"])  # "oral", "oral or spotlight"
+    "Which orals are related to X?": its nearest papers with that decision (`filters.decisions`)."""
+    kind = " or ".join(_decision_kind(d) for d in filters.decisions)  # "oral", "oral or spotlight"
     kinds = f"{kind} " if kind else ""
     sources = [source_of(related.paper, 1)] + [source_of(nb.paper, i, nb.score)
                                                 for i, nb in enumerate(related.related, start=2)]
@@ -78,4 +75,4 @@ def answer_topics(question: str, intent: Intent, tmap: TopicMap, papers: list[St
     text = "\n".join([head, *lines])
     return Answer(question=question, answer=text, mode="extractive", abstained=not sources, citations=list(sources),
                   sources=sources, confidence=1.0, notices=list(notices or []), answer_type="topics",
-                  filters={"decisions": [], "author": None, "from_question": [], "sorted_by": noun})
+                  filters=Filters(sorted_by=noun))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from rag.query.filters import NOT_RECORDED, Filters
 from rag.search.retrieve import Retrieval
 from rag.store.index import StoredPaper
 from rag.text import first_sentence
@@ -62,7 +63,7 @@ class Answer:
     unsupported: list[str] = field(default_factory=list)  # cited sentences the cited abstracts barely support
     usage: dict[str, int | None] = field(default_factory=dict)  # prompt/completion tokens reported by the LLM
     answer_type: str = "explain"  # what kind of answer the question asked for (`rag.query.intent`)
-    filters: dict[str, Any] = field(default_factory=dict)  # decisions / author applied, and which the question set
+    filters: Filters = NOT_RECORDED  # decisions / author applied, and which the question set ({} in `to_dict`: none)
     focus: list[str] = field(default_factory=list)  # a follow-up answered from these papers of the previous answer
     policy: str = ""  # short hash of the answer policy that answered (`Settings.policy_hash`)
     outcome: Outcome | None = None  # None at construction: derived from `abstained` (`conclude` sets both)
@@ -76,7 +77,9 @@ class Answer:
         self.outcome, self.abstained = outcome, outcome == "not_covered"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["filters"] = self.filters.to_dict()
+        return out
 
     @property
     def cited_ids(self) -> list[str]:

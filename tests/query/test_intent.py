@@ -166,7 +166,8 @@ def test_a_count_leaves_out_papers_near_the_question_that_lack_most_of_its_topic
 def test_a_count_with_a_decision_no_paper_on_the_topic_has_says_none_then_lists_the_others(embedded_seed_engine):
     engine = embedded_seed_engine
     answer = engine.ask("How many orals are about virtual try-on?")
-    assert answer.filters["widened"] == ["decisions"] and not answer.abstained
+    assert answer.filters.widened == ("decisions",) and not answer.abstained
+    assert answer.to_dict()["filters"]["widened"] == ["decisions"]
     lead, head, *lines = answer.answer.split("\n")
     assert lead == "No oral paper in the list matches this question. With any decision:"
     assert head.startswith("1 paper in the list matches") and "CatVTON" in lines[0]
@@ -180,10 +181,10 @@ def test_a_count_with_a_decision_no_paper_on_the_topic_has_says_none_then_lists_
     # The bar is the whole collection's: spotlights near "sparse autoencoders" (activation sparsity, Time-MoE's
     # sparse experts) are not on it, so none is named and the Switch SAE poster is.
     spotlights = engine.ask("How many spotlights are about sparse autoencoders?")
-    assert spotlights.filters["widened"] == ["decisions"] and [c.title for c in spotlights.citations] == [SAE_TITLE]
+    assert spotlights.filters.widened == ("decisions",) and [c.title for c in spotlights.citations] == [SAE_TITLE]
     # When orals do match, the filter stands; a topic the collection lacks is still refused.
     kept = engine.ask("How many orals are about time series?")
-    assert "widened" not in kept.filters and all(c.decision == "Accept (Oral)" for c in kept.citations)
+    assert "widened" not in kept.to_dict()["filters"] and all(c.decision == "Accept (Oral)" for c in kept.citations)
     assert engine.ask("Oral papers on sourdough bread baking").abstained
 
 
@@ -219,7 +220,8 @@ def test_which_orals_are_related_to_a_paper_keeps_its_nearest_orals(embedded_see
     assert answer.answer_type == "related" and answer.citations[0].title.startswith("CatVTON")
     assert [c.paper_id for c in answer.citations[1:]] == [p for p in nearest if p in orals][:5]
     assert answer.answer.startswith("The oral papers nearest to “CatVTON")
-    assert answer.filters == {"decisions": ["Accept (Oral)"], "author": None, "from_question": ["decisions"]}
+    assert answer.to_dict()["filters"] == {"decisions": ["Accept (Oral)"], "author": None,
+                                           "from_question": ["decisions"]}
     # ... and of the paper a previous answer was about; the chip's removal (the filter left out) lists any decision.
     first = engine.ask("What is Time-MoE?")
     history = [{"role": "user", "content": first.question},
@@ -235,21 +237,22 @@ def test_which_orals_are_related_to_a_paper_keeps_its_nearest_orals(embedded_see
 def test_filters_written_in_the_question_are_applied_and_reported(embedded_seed_engine):
     engine = embedded_seed_engine
     answer = engine.ask("Oral papers on time series")
-    assert answer.filters == {"decisions": ["Accept (Oral)"], "author": None, "from_question": ["decisions"]}
+    assert answer.to_dict()["filters"] == {"decisions": ["Accept (Oral)"], "author": None,
+                                           "from_question": ["decisions"]}
     assert answer.sources and all(s.decision == "Accept (Oral)" for s in answer.sources)
     by = engine.ask("papers by Max Tegmark")
-    assert by.filters["author"] == "Max Tegmark" and by.filters["from_question"] == ["author"]
+    assert by.filters.author == "Max Tegmark" and by.filters.from_question == ("author",)
     assert by.citations and all(any("Tegmark" in a for a in s.authors) for s in by.sources)
     assert by.answer.startswith(f"{len(by.citations)} paper")  # every paper of the filter, no relevance bar
     one = engine.ask("Oral papers on time series")  # the filter lets fewer papers through than were asked for
     assert one.answer.startswith("1 paper matches (it has a sentence scoring") and "there may be more" not in one.answer
     # A chip's click: the same question without the filter its words set.
     unfiltered = engine.ask("Oral papers on time series", question_filters=("author",))
-    assert unfiltered.filters == {"decisions": [], "author": None, "from_question": []}
+    assert unfiltered.to_dict()["filters"] == {"decisions": [], "author": None, "from_question": []}
     assert {s.decision for s in unfiltered.sources} - {"Accept (Oral)"}
     # The panel's (or the API's) filter wins over the question's words.
     panel = engine.ask("Oral papers on time series", decision=["Accept (Poster)"])
-    assert panel.filters["from_question"] == [] and all(s.decision == "Accept (Poster)" for s in panel.sources)
+    assert panel.filters.from_question == () and all(s.decision == "Accept (Poster)" for s in panel.sources)
 
 
 def test_a_follow_up_about_the_paper_answers_from_the_paper_of_the_previous_answer(embedded_seed_engine):
