@@ -573,11 +573,13 @@ class Engine:
         if (intent.type not in ("count", "list") or not intent.has_topic or focus
                 or not (params.decisions or params.author)):
             return retrieval, "", filters
-        retrieval.reference = everything = self.retriever.retrieve(search, replace(params, decisions=(), author=None))
+        vector = retrieval.query_vector  # the question embedded once, for all three searches
+        retrieval.reference = everything = self.retriever.retrieve(search, replace(params, decisions=(), author=None),
+                                                                   vector)
         if "decisions" not in filters.from_question or (
                 not should_abstain(retrieval, self.settings) and passes_bar(retrieval, self.settings)):
             return retrieval, "", filters
-        wider = self.retriever.retrieve(search, replace(params, decisions=())) if params.author else everything
+        wider = self.retriever.retrieve(search, replace(params, decisions=()), vector) if params.author else everything
         wider.reference = everything
         if should_abstain(wider, self.settings) or not passes_bar(wider, self.settings):
             return retrieval, "", filters

@@ -225,9 +225,12 @@ class HybridRetriever:
                              np.array([p.decision for p in papers], dtype=object), bm25, df,
                              Counter(t for doc in tokens for t in set(doc)), [frozenset(doc) for doc in tokens])
 
-    def retrieve(self, question: str, params: RetrievalParams = RetrievalParams()) -> Retrieval:
-        """The top `params.k` papers for a question, within the filters of `params`."""
-        query = Query(question, self.index.embedder.embed([question])[0], tokenize([question])[0])
+    def retrieve(self, question: str, params: RetrievalParams = RetrievalParams(),
+                 vector: np.ndarray | None = None) -> Retrieval:
+        """The top `params.k` papers for a question, within the filters of `params`. `vector`: the question's
+        embedding when the caller has it (`Retrieval.query_vector` of the same question), not computed again."""
+        vector = self.index.embedder.embed([question])[0] if vector is None else vector
+        query = Query(question, vector, tokenize([question])[0])
         state = self.state  # one corpus for the whole call, even if a refresh happens meanwhile
         retrieval = Retrieval(question, [], query.vector, set(query.terms),
                               term_df={t: state.stem_df[t] for t in query.terms}, corpus_size=len(state.papers))

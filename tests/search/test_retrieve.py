@@ -164,3 +164,14 @@ def test_a_new_engine_loads_the_corpus_from_the_cache_and_every_change_of_the_st
     mark = fresh.index.generation()
     Engine(settings).ingest([SEEDS])
     assert fresh.index.generation() == mark
+
+
+def test_a_filtered_list_embeds_its_question_once(embedded_seed_engine, monkeypatch):
+    # "How many orals ...?" with no oral on the topic: searched with the filter, without it (the bar), and widened;
+    # the question's vector is computed once and passed along (`HybridRetriever.retrieve(..., vector)`).
+    embedder = embedded_seed_engine.retriever.index.embedder
+    embed, embedded = embedder.embed, []
+    monkeypatch.setattr(embedder, "embed", lambda texts: embedded.append(list(texts)) or embed(texts))
+    answer = embedded_seed_engine.ask("How many orals are about virtual try-on?")
+    assert answer.filters.widened == ("decisions",)
+    assert embedded.count(["virtual try-on"]) == 1, embedded
