@@ -21,8 +21,9 @@ LLM_VENV  := .venv-llm
 LLM_PIP   := $(LLM_VENV)/bin/pip --disable-pip-version-check -q
 LLM_STAMP := $(LLM_VENV)/.installed
 QWEN_STAMP := $(LLM_VENV)/.qwen
-LLM_EVAL_SETS ?= $(addprefix eval/questions/,corpus_dev.jsonl zh_dev.jsonl corpus_heldout.jsonl zh_heldout.jsonl \
-                 corpus_none.jsonl)
+# Description-style and Chinese questions, dev then held out (eval/README.md); the first LLM_EVAL_LIMIT lines of each
+LLM_EVAL_SETS ?= $(addprefix eval/questions/,describe_dev.jsonl zh_dev.jsonl describe_final.jsonl zh_heldout.jsonl \
+                 corpus_none_v4.jsonl)
 LLM_EVAL_LIMIT ?= 20
 
 .DEFAULT_GOAL := help

@@ -55,7 +55,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     autoencoders evaluated?"), which the LLM is asked instead of the bare follow-up it could not resolve."""
     intent = intent or Intent()
     focused = bool(answer.focus)  # a follow-up answered from the previous answer's papers
-    whole_list = not intent.has_topic and bool(answer.filters.get("decisions") or answer.filters.get("author"))
+    whole_list = not intent.has_topic and bool(answer.filters.decisions or answer.filters.author)
     # the papers a comparison's sides name (hit indexes), when all are found
     sides = side_papers(retrieval, intent.sides, settings.policy) if answer.answer_type == "compare" and not focused \
         else []

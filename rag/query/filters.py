@@ -30,10 +30,6 @@ class Filters:
             out["sorted_by"] = self.sorted_by
         return out
 
-    def get(self, key: str, default: Any = None) -> Any:
-        """`to_dict().get(key, default)`: for rag.answering.compose, which still reads the filters as a dict."""
-        return self.to_dict().get(key, default)
-
 
 #: The filters of an answer that searched nothing.
 NOT_RECORDED = Filters(recorded=False)
