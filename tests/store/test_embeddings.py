@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from helpers import DATA
 
-from rag.store.embeddings import EmbeddingError, MiniLMEmbedding
+from rag.store.embeddings import EmbeddingError, MiniLMEmbedding, _batches
 
 
 @pytest.fixture(scope="module")
@@ -49,6 +49,25 @@ def test_padding_in_a_batch_does_not_change_a_vector(embedder):
     alone = embedder.embed([short])[0]
     batched = embedder.embed([long, short, long])[1]
     assert np.dot(alone, batched) > 0.99999
+
+
+def test_batches_group_texts_of_similar_length_within_the_row_and_token_caps():
+    lengths = [250, 30, 240, 20, 600, 25, 245, 35]
+    batches = [list(b) for b in _batches(lengths, rows=3, budget=1024)]
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))  # every text once
+    assert batches == [[3, 5, 1], [7, 2, 6], [0], [4]]  # shortest first; 3 rows at most
+    for b in batches:  # padded to its longest, a batch stays within the budget unless one text alone exceeds it
+        assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 1024
+    assert [list(b) for b in _batches([256] * 9, rows=32, budget=1024)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8]]
+    assert _batches([], rows=32, budget=1024) == []
+
+
+def test_vectors_do_not_depend_on_the_batching(embedder, monkeypatch):
+    texts = ["Sparse autoencoders.", "A much longer sentence about diffusion models for image restoration " * 9,
+             "Virtual try-on with diffusion models.", "Which papers use diffusion models for restoration?"] * 3
+    small = embedder.embed(texts)
+    monkeypatch.setattr("rag.store.embeddings.BATCH_TOKENS", 1 << 20)  # 32 texts a call, as before the cap
+    assert np.min(np.sum(small * embedder.embed(texts), axis=1)) > 0.99999
 
 
 def test_a_model_file_that_is_not_the_pinned_one_is_refused(tmp_path):
