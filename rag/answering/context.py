@@ -61,10 +61,8 @@ def passage_text(retrieval: Retrieval, index: int, most: int) -> str:
             break
         if sentence.text not in picked:
             picked.append(sentence.text)
-    out, last = "", -1
-    for at, s in enumerate(order):
-        if s.text not in picked:
-            continue
-        out += (GAP if at != last + 1 else " ") + s.text if out else (GAP.lstrip() if at else "") + s.text
-        last = at
-    return out + (GAP.rstrip() if last < len(order) - 1 else "")
+    kept = [at for at, s in enumerate(order) if s.text in picked]
+    out = GAP.lstrip() if kept[0] > 0 else ""  # "… " when the abstract's opening was left out
+    for i, at in enumerate(kept):
+        out += ("" if i == 0 else " " if at == kept[i - 1] + 1 else GAP) + order[at].text
+    return out + (GAP.rstrip() if kept[-1] < len(order) - 1 else "")

@@ -273,8 +273,7 @@ def attribute(answer: str, sources: Sequence[_Cited], embedder: _Embedder, thres
     by_n = {s.n: s for s in sources if s.text}
     if _NOT_AN_ANSWER.search(answer):  # junk around "the sources do not answer", or the prompt echoed
         return answer, []
-    spans = [(a, b) for a, b in sentence_spans(answer)]
-    claims = [(a, b, _VENUE.sub("", answer[a:b]).strip()) for a, b in spans]
+    claims = [(a, b, _VENUE.sub("", answer[a:b]).strip()) for a, b in sentence_spans(answer)]
     claims = [(a, b, c) for a, b, c in claims if len(c.split()) >= 4 and not is_meta(c) and not language_of(c)]
     if not claims or not by_n:
         return answer, []
@@ -287,9 +286,9 @@ def attribute(answer: str, sources: Sequence[_Cited], embedder: _Embedder, thres
     owners = np.array([n for n, _ in flat])
     added: list[tuple[int, int]] = []  # (end of the sentence's words, source number)
     for (a, b, text), vector in zip(claims, claim_vectors):
-        scores = rows @ vector
+        scores = rows @ vector  # the best-matching sentence's paper is the one to cite
         best = int(owners[int(scores.argmax())])
-        claim = Claim(answer[a:b], text, [best], similarity=float(scores[owners == best].max()))
+        claim = Claim(answer[a:b], text, [best], similarity=float(scores.max()))
         _inspect(claim, by_n, question)
         if claim.supported(threshold):
             added.append((a + len(_END.sub("", answer[a:b])), best))
