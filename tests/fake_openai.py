@@ -150,6 +150,7 @@ class FakeOpenAI:
         self.status, self.body = 400, ""  # for "error_body"
         self.closed = threading.Event()  # set on exit: a "drip" still running stops and drops its connection
         self.chunk_delay = 0.005  # between streamed chunks
+        self.finish = "stop"  # the streamed answer's finish_reason ("length": it ran into max_tokens)
         self.usage = True  # False: no usage chunk at the end of a stream (llama.cpp's server sends none)
         self.requests: list[dict] = []
         self.first_chunk_sent: list[float] = []  # perf_counter() when each stream's first token was written
@@ -268,7 +269,7 @@ class FakeOpenAI:
                         return
                     time.sleep(server.chunk_delay)
                 self._chunk("data: " + json.dumps({**base, "choices": [
-                    {"index": 0, "delta": {}, "finish_reason": "stop"}]}) + "\n\n")
+                    {"index": 0, "delta": {}, "finish_reason": server.finish}]}) + "\n\n")
                 if (body.get("stream_options") or {}).get("include_usage") and server.usage:
                     self._chunk("data: " + json.dumps({**base, "choices": [], "usage": usage}) + "\n\n")
                 self._chunk("data: [DONE]\n\n")

@@ -34,7 +34,7 @@ from rag.config import DEFAULT_POLICY, Settings
 from rag.query.intent import Intent
 from rag.search.retrieve import Retrieval
 from rag.generation import prompts
-from rag.generation.citations import Cleaned, EchoedTags, StreamFilter, clean, without_citations
+from rag.generation.citations import Cleaned, EchoedTags, StreamFilter, clean, finished_part, without_citations
 from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.generation.support import Checker
 from rag.answering.compare import side_papers
@@ -189,6 +189,11 @@ def _llm_answer(answer: Answer, read: list[Source], llm: ChatClient, templates: 
             yield Delta(tail + end)
         if not cleaned.text.strip():
             raise LLMError("the LLM endpoint returned an empty answer")
+        if completion.finish_reason == "length":
+            cleaned = _whole_sentences(answer, cleaned, {s.n for s in read}, llm.settings.llm_max_tokens)
+            if streamed:  # the cut-off sentence was shown: show the answer again without it
+                yield Restart("the unfinished last sentence left out", failed=False)
+                yield Delta(cleaned.text)
         refused = not cleaned.cited and is_refusal(cleaned.text, refusal_extra_words)
         if not cleaned.cited and not refused:
             cleaned = _repaired(answer, cleaned, read, checker, asked)
@@ -220,6 +225,23 @@ def _llm_answer(answer: Answer, read: list[Source], llm: ChatClient, templates: 
         answer.notices.append(f"The answer is in {language}: its sentences were checked for the numbers and names "
                               "they state, which must be in the abstracts they cite, not for their meaning.")
     _record_usage(answer, completion, started)
+
+
+def _whole_sentences(answer: Answer, cleaned: Cleaned, valid: set[int], max_tokens: int) -> Cleaned:
+    """An answer that ran into max_tokens ends mid-sentence: it is kept up to its last finished sentence, with a
+    notice, since a claim cut in half can say the opposite of the paper ("improves ... by" / "does not"). Nothing
+    finished is not an answer (`LLMError`)."""
+    whole = finished_part(cleaned.text)
+    if whole == cleaned.text.strip():
+        return cleaned
+    if not whole:
+        raise LLMError(f"the LLM's answer reached the length limit (llm_max_tokens = {max_tokens}) before its "
+                       "first sentence ended")
+    result = clean(whole, valid)
+    result.fabricated = cleaned.fabricated  # what the model wrote is counted, shown or not
+    answer.notices.append(f"The model's answer reached the length limit (llm_max_tokens = {max_tokens}); its "
+                          "unfinished last sentence is left out.")
+    return result
 
 
 def _repaired(answer: Answer, cleaned: Cleaned, read: list[Source], checker: Checker, asked: str) -> Cleaned:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from rag.text import split_sentences
+from rag.text import sentence_spans, split_sentences
 
 MAX_RANGE = 20  # "[1-3]" is 1, 2, 3; a wider "range" is two numbers
 
@@ -211,6 +211,21 @@ def cited_sentences(text: str) -> list[tuple[str, list[int]]]:
         cites = _numbers(closing.group("nums") or "") or answer_closing
         out += [(sentence, cited_in(sentence) or cites) for sentence in split_sentences(paragraph)]
     return out
+
+
+# How a finished sentence of cleaned text ends: its full stop, then closing quotes or brackets, then perhaps the
+# citation a model put after the stop (`clean` moves most of those before it).
+_ENDED = re.compile(rf"(?:{_STOP}[\"'”’)\]]*|^)(?:[ \t]*\[(?:{_CANON_LIST})\])?\Z")
+
+
+def finished_part(text: str) -> str:
+    """Cleaned `text` without its last sentence when that one is unfinished: what a model cut off by max_tokens
+    ("finish_reason": "length") said in whole sentences; empty when it finished none. Only the last sentence can
+    be unfinished, so only it is looked at: a list item without a full stop earlier in the answer stays."""
+    spans = sentence_spans(text)
+    if spans and not _ENDED.search(text[spans[-1][0]:spans[-1][1]]):
+        spans.pop()
+    return text[:spans[-1][1]].rstrip() if spans else ""
 
 
 class StreamFilter:

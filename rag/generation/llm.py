@@ -50,6 +50,7 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
     first_token_at: float | None = None
     chunks: int = 0  # text deltas received: llama.cpp's server streams one token a delta and reports no usage
+    finish_reason: str | None = None  # "stop", or "length" when the answer ran into max_tokens
 
 
 class ChatClient:
@@ -121,7 +122,9 @@ class ChatClient:
                         for choice in chunk.choices or []:
                             if choice.delta and choice.delta.content:
                                 items.put(("text", choice.delta.content))
-                            finished = finished or bool(choice.finish_reason)
+                            if choice.finish_reason:
+                                finished = True
+                                items.put(("finish", choice.finish_reason))
                     if not finished:  # every OpenAI-compatible server ends a complete stream with a finish_reason
                         raise LLMError("the LLM stream broke off before the answer was complete")
                 items.put(("end", None))
@@ -164,6 +167,8 @@ class ChatClient:
                         raise LLMError(f"the LLM endpoint sent more text than max_tokens allows "
                                        f"({max_chars:,} characters)")
                     yield value
+                elif kind == "finish" and completion is not None:
+                    completion.finish_reason = str(value)
                 elif kind == "usage" and value is not None and completion is not None:
                     completion.usage = Usage(getattr(value, "prompt_tokens", None),
                                              getattr(value, "completion_tokens", None))

@@ -185,3 +185,14 @@ def test_echoed_source_tags_become_citations_however_the_stream_is_split(step):
     assert shown + end == cleaned.text == ("LOKI: A Benchmark [1] introduces LOKI. It has 18K questions [2]. "
                                            "Plain: x < y, a<b. Never closed [3]")
     assert cleaned.cited == [1, 2, 3]
+
+
+def test_finished_part_drops_only_an_unfinished_last_sentence():
+    from rag.generation.citations import finished_part
+
+    assert finished_part("One claim [1]. Two is cut off in the mid") == "One claim [1]."
+    assert finished_part("One claim [1]. Two done [2].") == "One claim [1]. Two done [2]."
+    assert finished_part("A quote.” [1]") == "A quote.” [1]"  # a citation after the closing quote ends it too
+    assert finished_part("第一句话[1]。第二句") == "第一句话[1]。"
+    assert finished_part("Intro [1].\n\n- item one\n- item two cut") == "Intro [1]."
+    assert finished_part("Only one unfinished") == "" and finished_part("") == ""

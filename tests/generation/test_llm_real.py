@@ -102,3 +102,19 @@ def test_the_deadline_holds_and_an_abandoned_request_does_not_delay_the_next(emb
     # prompt in one call), so the next answer may wait up to one prompt's reading time: the baseline's first token.
     prefill = baseline.timings.get("ttft_ms", 0) / 1000
     assert after < alone * 1.5 + prefill + 2.0, (after, alone, prefill)
+
+
+def test_an_answer_the_server_cuts_at_max_tokens_is_never_shown_mid_sentence(embedded_seed_engine, llama_server):
+    """llama.cpp ends a stream that ran into max_tokens with finish_reason "length": the app keeps the finished
+    sentences (with a notice) or, when none finished, falls back saying so; a half sentence is never the answer."""
+    engine = real_engine(embedded_seed_engine, llama_server, llm_max_tokens=24)
+    limited = 0
+    for question in QUESTIONS:
+        answer = engine.ask(question)
+        limited += answer.usage.get("completion_chunks", 0) >= 24  # SmolLM2's answers here take 40-500 tokens
+        if answer.mode == "llm" and answer.usage.get("completion_chunks", 0) >= 24:  # it ran to the limit
+            assert re.search(r"[.!?。！？][\"'”’)\]]*(?: ?\[\d+(?:, \d+)*\])?$", answer.answer), answer.answer
+            assert any("length limit (llm_max_tokens = 24)" in n for n in answer.notices)
+        elif answer.mode == "extractive" and answer.fallback_reason:
+            assert answer.citations or answer.abstained
+    assert limited, "no answer ran to max_tokens: the cut was not exercised"
