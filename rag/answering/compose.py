@@ -39,7 +39,7 @@ from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.generation.support import Checker
 from rag.answering.compare import side_papers
 from rag.answering.context import reader_sources
-from rag.answering.extractive import NO_ANSWER, RECORD_TYPES, abstention_text, decide, extractive, unsure_text
+from rag.answering.extractive import RECORD_TYPES, abstention_text, decide, extractive, unsure_text
 from rag.answering.records import Answer, Delta, Restart, Source
 
 # A follow-up about the previous answer's papers is answered from them unless its best sentence is below
@@ -153,7 +153,7 @@ def _reader_found_nothing(answer: Answer, model: str) -> Iterator[Restart]:
 def is_refusal(text: str, extra_words: int = DEFAULT_POLICY.refusal_extra_words) -> bool:
     """True if the answer *is* "the sources do not answer": the phrase, give or take a few words ("I'm sorry, but
     ..."). SmolLM2 writes the phrase inside junk, once after echoing the whole prompt: that is not an abstention."""
-    match = NO_ANSWER.search(text)
+    match = prompts.NO_ANSWER.search(text)
     if match is None:
         return False
     rest = without_citations(text[:match.start()] + " " + text[match.end():])

@@ -55,13 +55,6 @@ from rag.answering.records import Outcome, Source
 # sentences: its contribution sentence and the two after it when it has one (`rag.answering.explain.passage`).
 
 
-# How models say "not in the sources" (the answer prompt asks for the first wording).
-NO_ANSWER = re.compile(
-    r"sources do not contain an answer|(?:sources|abstracts|papers) (?:do|does) not (?:contain|mention|cover|"
-    r"address|discuss|say)|not (?:contained|mentioned|covered|addressed) in the (?:sources|abstracts)|"
-    r"cannot be answered (?:from|with|using) the (?:sources|abstracts)", re.IGNORECASE)
-
-
 def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
     """Which of the three outcomes the retrieval supports, before any answer is written.
 

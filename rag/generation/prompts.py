@@ -20,6 +20,17 @@ from rag.config import ConfigError, Settings
 DEFAULT_DIR: Traversable = resources.files("rag.generation") / "templates"
 NAMES = ("system", "answer", "condense")
 
+# The system prompt's refusal ("The sources do not contain an answer ..."), as models write it.
+_REFUSAL = r"sources? do(?:es)? not contain(?: an answer)?"
+# How models say "not in the sources": the prompt's wording and others.
+NO_ANSWER = re.compile(
+    rf"{_REFUSAL}|(?:sources|abstracts|papers) (?:do|does) not (?:contain|mention|cover|address|discuss|say)|"
+    r"not (?:contained|mentioned|covered|addressed) in the (?:sources|abstracts)|"
+    r"cannot be answered (?:from|with|using) the (?:sources|abstracts)", re.IGNORECASE)
+# What no answer worth repairing with citations holds (`rag.generation.support.attribute`): the prompt's refusal
+# (SmolLM2 writes it inside junk), or the prompt's own words echoed back.
+NOT_AN_ANSWER = re.compile(rf"{_REFUSAL}|\b(?:Instructions|Question|Sources)\s*:|<source\b", re.IGNORECASE)
+
 
 def load(settings: Settings) -> dict[str, str]:
     """Every template, from `prompts_dir` where it has the file, else the bundled one (templates/)."""

@@ -251,12 +251,6 @@ def _inspect(claim: Claim, by_n: dict, question: str) -> None:
 
 
 _END = re.compile(r"[\s.!?。！？]*\Z")
-# What no answer that is worth repairing holds: the refusal phrase (SmolLM2 writes it inside junk), or the prompt's
-# own words echoed back.
-_NOT_AN_ANSWER = re.compile(r"sources? do(?:es)? not contain|\b(?:Instructions|Question|Sources)\s*:|<source\b",
-                            re.IGNORECASE)
-
-
 def attribute(answer: str, sources: Sequence[_Cited], embedder: _Embedder, threshold: float,
               question: str = "") -> tuple[str, list[int]]:
     """The repair of an answer that cites nothing (issue 28: one attempt before it falls back): each English
@@ -267,11 +261,11 @@ def attribute(answer: str, sources: Sequence[_Cited], embedder: _Embedder, thres
     Why not ask the model again: a second turn costs a CPU server 20-60 s, and it is the same model that did not
     cite; whether a sentence is backed by an abstract is what this check decides anyway, in well under a second.
     Sentences in Chinese, Japanese or Korean are not attributed: their meaning is not compared (`check`)."""
-    from rag.generation.prompts import language_of
+    from rag.generation.prompts import NOT_AN_ANSWER, language_of
     from rag.text import sentence_spans
 
     by_n = {s.n: s for s in sources if s.text}
-    if _NOT_AN_ANSWER.search(answer):  # junk around "the sources do not answer", or the prompt echoed
+    if NOT_AN_ANSWER.search(answer):  # junk around "the sources do not answer", or the prompt echoed
         return answer, []
     claims = [(a, b, _VENUE.sub("", answer[a:b]).strip()) for a, b in sentence_spans(answer)]
     claims = [(a, b, c) for a, b, c in claims if len(c.split()) >= 4 and not is_meta(c) and not language_of(c)]
