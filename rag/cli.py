@@ -679,7 +679,8 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
       rag serve --collection mine my.jsonl   # a collection of your own files
     """
     from rag.store import lock
-    from rag.web.app import launch
+    from rag.store.index import HEAVY_IMPORTS
+    from rag.web.startup import start_indexing
 
     engine = _engine(**settings)
     _check_port(engine.settings.host, engine.settings.port)
@@ -691,7 +692,11 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
         from rag.store.catalog import BUNDLED
 
         background = list(BUNDLED)
-    launch(engine, background=background)
+    # The indexing starts before gradio is imported (3-5 s), which then overlaps it (rag.web.startup).
+    indexing = start_indexing(engine, background) if background else None
+    with HEAVY_IMPORTS:
+        from rag.web.app import launch
+    launch(engine, indexing=indexing)
 
 
 @main.command("mcp")

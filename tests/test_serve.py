@@ -359,3 +359,73 @@ def test_a_server_slow_to_answer_its_first_request_still_starts():
         assert networking.url_ok.__module__ == "gradio.networking"  # put back after launch
     finally:
         server.shutdown()
+
+
+_WATCH_GRADIO = """
+import sys, threading
+class Watch:  # reports, when gradio's import starts, what `rag serve` has started and imported by then
+    def find_spec(self, name, path=None, target=None):
+        if name == "gradio":
+            sys.meta_path.remove(self)
+            running = any(t.name == "background-ingest" for t in threading.enumerate())
+            print(f"gradio import: indexing running {running}, llama-index in {'llama_index.core' in sys.modules}",
+                  flush=True)
+        return None
+sys.meta_path.insert(0, Watch())
+from rag.cli import main
+main(sys.argv[1:])
+"""
+
+
+def _serve_until_indexed(tmp_path, *args) -> str:
+    """Run `rag serve ARGS` (with the gradio watch above) until its page is served and the indexing has ended;
+    its console."""
+    from helpers import free_port, wait_for_page
+
+    port = free_port()
+    log_path = tmp_path / f"serve-{port}.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen([sys.executable, "-c", _WATCH_GRADIO, "serve", "--port", str(port), *args], cwd=ROOT,
+                                stdout=log, stderr=subprocess.STDOUT, text=True)
+        try:
+            wait_for_page(f"http://127.0.0.1:{port}/", proc, timeout=180)
+            deadline = time.monotonic() + 180
+            while "Indexed " not in log_path.read_text() and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.2)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    return log_path.read_text()
+
+
+def test_rag_serve_starts_the_background_indexing_before_importing_gradio(tmp_path):
+    """Gradio's import takes 3-5 s on a busy machine: the indexing runs meanwhile, its writer (llama-index)
+    imported first on the main thread, so the two threads never import at once (rag.web.startup)."""
+    papers = str(DATA / "papers_small.jsonl")
+    console = _serve_until_indexed(tmp_path, "--data-dir", str(tmp_path / "index"), papers)
+    assert "gradio import: indexing running True, llama-index in True" in console, console
+    assert re.search(r"^Indexed 8 papers in \d+ s: added 8, ", console, re.M), console
+    # A restart over the complete index: nothing to write, so llama-index is not imported before gradio.
+    console = _serve_until_indexed(tmp_path, "--data-dir", str(tmp_path / "index"), papers)
+    assert "llama-index in False" in console, console
+    assert re.search(r"^Indexed 8 papers in \d+ s: added 0, updated 0, unchanged 8", console, re.M), console
+
+
+def test_the_writer_imports_llama_index_only_while_no_other_heavy_import_runs(tmp_path):
+    """An ingest that finds something to write although `rag serve` guessed it would not imports llama-index on
+    the indexing thread: it waits for gradio's import (under the same lock) to end first."""
+    import threading
+
+    from rag.store.index import HEAVY_IMPORTS
+
+    import llama_index.core.node_parser  # noqa: F401  (already imported: only the lock can hold the writer up)
+    import llama_index.vector_stores.chroma  # noqa: F401
+
+    engine = Engine(Settings(data_dir=tmp_path / "index"))
+    engine.index  # opened (chromadb imported) before the lock is taken, as `rag serve` has it
+    done = threading.Event()
+    with HEAVY_IMPORTS:  # what `rag serve` holds while gradio is imported
+        threading.Thread(target=lambda: (engine.index.prepare_writer(), done.set()), daemon=True).start()
+        assert not done.wait(2.0)
+    assert done.wait(30)
+    assert engine.index._writer is not None
