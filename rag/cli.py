@@ -679,8 +679,7 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
       rag serve --collection mine my.jsonl   # a collection of your own files
     """
     from rag.store import lock
-    from rag.store.index import HEAVY_IMPORTS
-    from rag.web.startup import start_indexing
+    from rag.web.app import launch
 
     engine = _engine(**settings)
     _check_port(engine.settings.host, engine.settings.port)
@@ -692,11 +691,7 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
         from rag.store.catalog import BUNDLED
 
         background = list(BUNDLED)
-    # The indexing starts before gradio is imported (3-5 s), which then overlaps it (rag.web.startup).
-    indexing = start_indexing(engine, background) if background else None
-    with HEAVY_IMPORTS:
-        from rag.web.app import launch
-    launch(engine, indexing=indexing)
+    launch(engine, background=background)
 
 
 @main.command("mcp")

@@ -31,7 +31,6 @@ untitled abstract, whose id is the hash of its text, counts as an update of the 
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -51,12 +50,6 @@ SENTENCE_FORMAT = "s1"  # version of the stored sentences; part of the `chunking
 INGEST_BATCH = 64  # papers embedded and committed together
 _IN_LIMIT = 500  # ids per Chroma `$in` filter
 _Spans = list[list[tuple[int, int]]]  # per paper or chunk: (start, end) pairs
-
-# Held by a thread while it imports a large package tree that another thread may be importing beside it: two
-# threads importing packages with shared, circular imports at once can get a partially initialized module (it
-# happened with nltk: rag.text). The writer imports llama-index under it; `rag serve` imports gradio under it
-# while the bundled list is being indexed (rag.web.startup).
-HEAVY_IMPORTS = threading.Lock()
 
 
 class StoreError(RagError, RuntimeError):
@@ -262,16 +255,10 @@ class PaperIndex:
         self.expected = 0  # papers the store will hold when the running (or last) upsert ends
         self._changing = False  # the running upsert has written (or is about to): it marks the end too
 
-    def prepare_writer(self) -> None:
-        """Import what writing needs (llama-index, ≈ 1.3 s) now, on the caller's thread: a background ingest
-        started next then imports nothing while the caller goes on importing (`rag serve`: gradio)."""
-        self._llama_index()
-
     def _llama_index(self) -> tuple[Any, Any]:
         if self._writer is None:
-            with HEAVY_IMPORTS:
-                from llama_index.core.node_parser import SentenceSplitter
-                from llama_index.vector_stores.chroma import ChromaVectorStore
+            from llama_index.core.node_parser import SentenceSplitter
+            from llama_index.vector_stores.chroma import ChromaVectorStore
 
             # Chunk ids `<paper_id>#<n>` from the start (the default draws a uuid4 per chunk, and each draw waits
             # for the GIL while the writer thread is in Chroma); the links between chunks then name them too.

@@ -51,7 +51,6 @@ from rag.web.i18n import LANGUAGES, header, page_i18n, request_language, words
 from rag.web.mapview import MapPanel, warm as warm_map
 from rag.web.render import CSS, answer_markdown, export_markdown, inert, sources_panel
 from rag.web.session import ModelMenu, session_line
-from rag.web.startup import start_indexing
 
 log = logging.getLogger("rag.web")
 
@@ -640,20 +639,18 @@ def _patient_self_check(wait: float = SELF_CHECK_WAIT):
         networking.url_ok = original
 
 
-def launch(engine: Engine, block: bool = True, background: list | None = None,
-           indexing: threading.Thread | None = None) -> gr.Blocks:
-    """Load the index, then serve; `background` files are indexed while serving (the bundled list), or `indexing`
-    is that indexing, started before gradio was imported (`rag serve`: rag.web.startup). `block=False` returns
-    at once (tests)."""
-    ingest = indexing
-    if ingest is None and background:
-        ingest = start_indexing(engine, background)
+def launch(engine: Engine, block: bool = True, background: list | None = None) -> gr.Blocks:
+    """Load the index, then serve; `background` files are indexed while serving (the bundled list).
+    `block=False` returns at once (tests)."""
     load_sentence_splitter()  # before any worker thread (rag.text: nltk's import is not thread-safe)
     engine.retriever  # load the embedder and index now, not on the first question
-    if ingest is None and engine.is_empty():
+    ingest = None
+    if background:
+        ingest = engine.index_in_background(background, report=lambda line: print(line, flush=True))
+    elif engine.is_empty():
         print(f"warning: the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first, or add "
               "papers on the page", flush=True)
-    elif ingest is None:
+    else:
         warm_map(engine)  # the map of the collection, ready by the first page load (rag.explore.topicmap)
     demo = build(engine)
     auth = None
