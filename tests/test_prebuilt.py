@@ -167,16 +167,16 @@ class _Lookups:
 def test_every_bundled_and_seed_paper_loads_from_the_file_without_embedding(tmp_path):
     """The (id, content hash) check above misses a paper whose text is the same but whose chunks or sentence spans
     changed (a new sentence-splitting rule): its chunks were embedded at every `make run` (AutoG and TempMe were,
-    until `build_vectors.py --update`). Here the whole list (and the seeds `make run` ingests first) goes through
-    the ingest's chunking, and every text it would embed must be in the file."""
-    from rag.data.build_vectors import _papers
-
+    until `build_vectors.py --update`), and so were the seeds' own versions of two bundled papers, which `make run`
+    ingests first. Here the whole list and those versions go through the ingest's chunking, and every text it
+    would embed must be in the file."""
     shipped = prebuilt.load()
     index = PaperIndex(Settings.load(data_dir=tmp_path), MiniLMEmbedding())
     index.vectors = lookups = _Lookups(index.embedder, shipped)
-    papers = _papers()
-    for start in range(0, len(papers), INGEST_BATCH):
-        index._embed(papers[start:start + INGEST_BATCH], {p.paper_id: {} for p in papers})
+    for paths in ([ROOT / "seeds"], BUNDLED):  # `make run`: `rag ingest seeds`, then the list in the background
+        papers, _ = enrich(read_paths(paths).papers)
+        for start in range(0, len(papers), INGEST_BATCH):
+            index._embed(papers[start:start + INGEST_BATCH], {p.paper_id: {} for p in papers})
     assert len(papers) == 3706
     assert not lookups.missing, [t[:60] for t in lookups.missing]
 

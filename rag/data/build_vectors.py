@@ -26,7 +26,8 @@ SEEDS = HERE.parent.parent / "seeds"  # a clone's seed files; absent from an ins
 
 def _record(papers: list, wrap=None) -> tuple[Any, dict[str, str]]:
     """Send `papers` through the ingest's own chunking and late-chunking code (`PaperIndex._embed`) with the
-    embedder (or `wrap(embedder, chunking)`) inside a `Recorder`; (the recorder, the file's meta)."""
+    embedder (or `wrap(embedder, chunking)`) inside a `Recorder`; (the recorder, the file's meta). A paper id may
+    come twice (a seed's own version of a bundled paper): each version goes in a pass of its own."""
     from rag.store import prebuilt
     from rag.config import Settings
     from rag.store.embeddings import make_embedder
@@ -39,19 +40,32 @@ def _record(papers: list, wrap=None) -> tuple[Any, dict[str, str]]:
         recorder = prebuilt.Recorder(wrap(embedder, index.chunking) if wrap else embedder)
         index.vectors = recorder
         holders: dict[str, dict[str, int]] = {p.paper_id: {} for p in papers}
-        for start in range(0, len(papers), INGEST_BATCH):
-            index._embed(papers[start:start + INGEST_BATCH], holders)
+        passes: list[dict[str, Any]] = []  # paper id -> paper, one version of each per pass
+        for paper in papers:
+            free = next((group for group in passes if paper.paper_id not in group), None)
+            if free is None:
+                passes.append(free := {})
+            free[paper.paper_id] = paper
+        for group in map(list, (g.values() for g in passes)):
+            for start in range(0, len(group), INGEST_BATCH):
+                index._embed(group[start:start + INGEST_BATCH], holders)
         return recorder, {"embedder": embedder.identity, "chunking": index.chunking}
 
 
 def _papers() -> list:
+    """The bundled papers, then the seeds' own versions where their text differs from the bundled one (`make run`
+    ingests the seeds first, as they are: two seed abstracts of bundled papers differ in a few words, and reading
+    the seeds together with the bundled files would keep one version only)."""
     from rag.store.catalog import BUNDLED, enrich
     from rag.store.ingest import read_paths
 
-    read = read_paths([*BUNDLED, *([SEEDS] if SEEDS.is_dir() else [])])
-    if read.problems:
-        raise SystemExit("the bundled files have problems; fix them first:\n" + "\n".join(map(str, read.problems)))
-    return enrich(read.papers)[0]
+    papers: list = []
+    for paths in ([*BUNDLED], [SEEDS] if SEEDS.is_dir() else []):
+        read = read_paths(paths)
+        if read.problems:
+            raise SystemExit("the bundled files have problems; fix them first:\n" + "\n".join(map(str, read.problems)))
+        papers += enrich(read.papers)[0]
+    return list({(p.paper_id, p.content_hash): p for p in papers}.values())
 
 
 def build(out: Path, dtype: str = "int8") -> dict[str, float]:
