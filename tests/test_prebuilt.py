@@ -146,3 +146,61 @@ def test_the_readme_states_the_shipped_files_checksum():
     stated = re.search(r"iclr2025_vectors\.npz.*?sha256 `([0-9a-f]{64})`", text, re.S)
     assert stated, "rag/data/README.md names no sha256 for iclr2025_vectors.npz"
     assert stated.group(1) == hashlib.sha256(Path(prebuilt.VECTORS).read_bytes()).hexdigest()
+
+
+class _Lookups:
+    """Stands in for the embedder: notes every text the index asks it for that the shipped file lacks, and
+    answers with zero vectors (what is checked is which texts are asked for, not their vectors)."""
+
+    def __init__(self, embedder, shipped):
+        self.identity, self.tokens, self.shipped, self.missing = embedder.identity, embedder.tokens, shipped, []
+
+    def embed_spans(self, texts, spans):
+        self.missing += [t for t, s in zip(texts, spans) if self.shipped.lookup(t, len(s), s) is None]
+        return np.zeros((len(texts), 384), np.float32), [np.zeros((len(s), 384), np.float32) for s in spans]
+
+    def embed(self, texts):
+        self.missing += [t for t in texts if self.shipped.lookup(t, 0) is None]
+        return np.zeros((len(texts), 384), np.float32)
+
+
+def test_every_bundled_and_seed_paper_loads_from_the_file_without_embedding(tmp_path):
+    """The (id, content hash) check above misses a paper whose text is the same but whose chunks or sentence spans
+    changed (a new sentence-splitting rule): its chunks were embedded at every `make run` (AutoG and TempMe were,
+    until `build_vectors.py --update`), and so were the seeds' own versions of two bundled papers, which `make run`
+    ingests first. Here the whole list and those versions go through the ingest's chunking, and every text it
+    would embed must be in the file."""
+    shipped = prebuilt.load()
+    index = PaperIndex(Settings.load(data_dir=tmp_path), MiniLMEmbedding())
+    index.vectors = lookups = _Lookups(index.embedder, shipped)
+    for paths in ([ROOT / "seeds"], BUNDLED):  # `make run`: `rag ingest seeds`, then the list in the background
+        papers, _ = enrich(read_paths(paths).papers)
+        for start in range(0, len(papers), INGEST_BATCH):
+            index._embed(papers[start:start + INGEST_BATCH], {p.paper_id: {} for p in papers})
+    assert len(papers) == 3706
+    assert not lookups.missing, [t[:60] for t in lookups.missing]
+
+
+def test_an_update_embeds_only_what_the_file_lacks_and_keeps_the_rest_bit_for_bit(tmp_path):
+    from rag.data.build_vectors import update
+
+    meta, rows = prebuilt.stored_rows()
+    with np.load(prebuilt.VECTORS, allow_pickle=False) as data:
+        papers = [tuple(p) for p in json.loads(str(data["papers"]))]
+    gone = sorted(rows)[100]  # an entry the data needs, lost; and one no text asks for
+    stale = dict(rows)
+    del stale[gone]
+    stale[b"\0" * 16] = rows[sorted(rows)[0]]
+    path = tmp_path / "vectors.npz"
+    prebuilt.write_quantized(path, stale, meta, papers, meta["dtype"])
+    figures = update(path)
+    assert (figures["embedded"], figures["dropped"]) == (1, 1)
+    _, updated = prebuilt.stored_rows(path)
+    assert set(updated) == set(rows)
+    assert all(np.array_equal(updated[k][0], rows[k][0]) and np.array_equal(updated[k][1], rows[k][1], equal_nan=True)
+               for k in rows if k != gone)
+    fresh, before = (q.astype(np.float32) * s[:, None] for q, s in (updated[gone], rows[gone]))
+    seen = ~np.isnan(before[:, 0])
+    cosines = (fresh[seen] * before[seen]).sum(axis=1) / np.linalg.norm(fresh[seen], axis=1) / np.linalg.norm(
+        before[seen], axis=1)
+    assert cosines.min() >= 0.999, cosines

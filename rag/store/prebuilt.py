@@ -181,15 +181,32 @@ def write(path: Path, entries: dict[bytes, np.ndarray], meta: dict[str, Any], pa
           dtype: str = "int8") -> None:
     """Write recorded entries as a compressed `.npz`, sorted by key and with fixed zip timestamps, so that a rebuild
     of the same data gives the same bytes (and the checksum in rag/data/README.md stays true)."""
+    write_quantized(path, {key: quantize(rows.astype(np.float32), dtype) for key, rows in entries.items()}, meta,
+                    papers, dtype)
+
+
+def stored_rows(path: Path = VECTORS) -> tuple[dict[str, Any], dict[bytes, tuple[np.ndarray, np.ndarray]]]:
+    """The file's meta and its entries exactly as stored (key -> (q, scale) rows, not dequantized), so that an
+    update (`build_vectors.py --update`) writes the entries it keeps back bit for bit."""
+    with np.load(path, allow_pickle=False) as data:
+        meta = json.loads(str(data["meta"]))
+        keys, offsets, q, scale = data["keys"], data["offsets"], data["q"], data["scale"]
+    return meta, {bytes(k): (q[a:b], scale[a:b]) for k, a, b in zip(keys, offsets[:-1], offsets[1:])}
+
+
+def write_quantized(path: Path, entries: dict[bytes, tuple[np.ndarray, np.ndarray]], meta: dict[str, Any],
+                    papers: list[tuple[str, str]], dtype: str = "int8") -> None:
+    """`write` for entries already quantized (key -> (q, scale) rows; `quantize` works row by row, so quantizing
+    entry by entry gives the same rows as quantizing them all at once)."""
     import io
     import zipfile
 
     keys = sorted(entries)
-    q, scale = quantize(np.vstack([entries[k] for k in keys]).astype(np.float32), dtype)
     arrays = {"meta": np.array(json.dumps({**meta, "format": FORMAT, "dtype": dtype}, sort_keys=True)),
               "keys": np.frombuffer(b"".join(keys), np.uint8).reshape(len(keys), 16),
-              "offsets": np.cumsum([0] + [len(entries[k]) for k in keys]).astype(np.int32),
-              "q": q, "scale": scale, "papers": np.array(json.dumps(sorted(papers)))}
+              "offsets": np.cumsum([0] + [len(entries[k][0]) for k in keys]).astype(np.int32),
+              "q": np.vstack([entries[k][0] for k in keys]), "scale": np.concatenate([entries[k][1] for k in keys]),
+              "papers": np.array(json.dumps(sorted(papers)))}
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, array in arrays.items():
             buffer = io.BytesIO()

@@ -204,6 +204,43 @@ def test_a_file_with_broken_records_does_not_remove_papers(tmp_path, store):
     assert engine.index.count() == len(records)
 
 
+def _graph(collection) -> tuple[int, int]:
+    hnsw = collection.configuration["hnsw"]
+    return hnsw["ef_construction"], hnsw["max_neighbors"]
+
+
+@pytest.mark.filterwarnings("ignore:legacy embedding function config:DeprecationWarning")  # chromadb's, reading it
+def test_only_the_searched_collection_gets_a_full_hnsw_graph_and_older_stores_keep_theirs(tmp_path, store,
+                                                                                          monkeypatch):
+    from rag.store import index as store_index
+
+    # A new store: the papers and sentences, never searched by vector, with the tiny graph; the chunks with Chroma's
+    # default one. Read back from Chroma (a new client), not from what we passed.
+    engine = Engine(Settings.load(**store))
+    engine.ingest([SEEDS / "000_99312b63f56aee43.txt"])
+    client = engine.index.client
+    names = [engine.index.chunks.name, engine.index.papers.name, engine.index.sentences.name]
+    chunks, papers, sentences = (client.get_collection(name) for name in names)
+    assert _graph(chunks) == (100, 16)
+    assert _graph(papers) == _graph(sentences) == (16, 4)
+    assert chunks.configuration["hnsw"]["space"] == papers.configuration["hnsw"]["space"] == "cosine"
+
+    # A store made before (every collection with the default graph) opens, keeps its graphs, ingests and answers.
+    old = {**store, "data_dir": tmp_path / "old"}
+    if "collection" in store:
+        old["collection"] = store["collection"] + "-old"
+    monkeypatch.setattr(store_index, "read_by_id_config", store_index.searched_config)
+    Engine(Settings.load(**old)).ingest([SEEDS / "000_99312b63f56aee43.txt"])
+    monkeypatch.undo()
+    reopened = Engine(Settings.load(**old))
+    stats = reopened.ingest([SEEDS])
+    assert (stats.added, stats.unchanged) == (19, 19)
+    assert [_graph(c) for c in (reopened.index.chunks, reopened.index.papers, reopened.index.sentences)] == \
+        [(100, 16)] * 3
+    answer = reopened.ask("Is there work on making sparse autoencoders cheaper to train?")
+    assert answer.citations and answer.citations[0].snippet in answer.sources[0].text
+
+
 def test_a_missing_or_incompatible_chroma_server_is_a_clear_error(tmp_path):
     from fake_openai import FakeOpenAI  # any HTTP server that is not Chroma
 
