@@ -138,7 +138,8 @@ def generate(papers: list[dict], excluded: set[str], test_terms: set[str], rng: 
     # word (a term no paper contains), so that the model does not learn "every word matches" as "answerable".
     vocabulary = Counter(w.lower() for p in papers for w in set(words_of(p["title"] + " " + p["abstract"]))
                          if w.lower() not in STOP and len(w) > 3)
-    common = [w for w, _ in vocabulary.most_common(3000)]
+    # ties broken by the word: set iteration order (hash seed) must not change what is generated
+    common = [w for w, _ in sorted(vocabulary.items(), key=lambda kv: (-kv[1], kv[0]))[:3000]]
 
     def paraphrase(words: list[str]) -> str:
         share = rng.uniform(0.2, 0.6)
