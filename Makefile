@@ -88,8 +88,13 @@ eval: $(STAMP) ## rag eval (baselines beside the app): the seeds, then every set
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
 	$(BIN)/rag eval $(EVAL_SETS) --corpus $(CORPUS) --name all-iclr2025
 
-model: $(STAMP) ## Refit the learned abstention gate (rag/answering/abstain.py) on questions generated from the bundled papers
-	$(BIN)/python eval/train_abstain.py --corpus $(CORPUS)
+model: $(STAMP) ## Refit the learned abstention gate (rag/answering/abstain.py) on generated and dev questions, then its cut points
+	rm -rf .rag-eval/gate && mkdir -p .rag-eval/gate
+	$(BIN)/python eval/train_abstain.py --corpus $(CORPUS) --cache .rag-eval/gate/generated.pkl
+	$(BIN)/python eval/gate_cv.py record --corpus $(CORPUS) --out .rag-eval/gate/dev.pkl
+	$(BIN)/python eval/gate_cv.py oof --dev .rag-eval/gate/dev.pkl --generated .rag-eval/gate/generated.pkl \
+		--rows .rag-eval/gate/oof.json
+	$(BIN)/python eval/tune_outcomes.py --from-rows .rag-eval/gate/oof.json
 
 # The first build compiles llama.cpp (measured: see README "A local LLM"); later installs take the cached wheel.
 $(LLM_STAMP): tools/llm_server.py

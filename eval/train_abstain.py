@@ -1,9 +1,13 @@
-"""Fit the abstention classifier of rag/answering/abstain.py on questions generated from the papers (`make model`).
+"""Fit the abstention classifier of rag/answering/abstain.py on questions generated from the papers and on the dev
+questions (`make model`).
 
     python eval/train_abstain.py [--corpus rag/data/iclr2025.jsonl] [--data-dir .rag-eval/iclr2025] [--dry-run]
-                                 [--cache retrievals.pkl]
+                                 [--cache retrievals.pkl] [--dev-weight 30]
 
-Generated, never taken from eval/questions (the papers those sets ask about are left out of the generation too):
+The dev questions are those of eval/tune_outcomes.py's DEV_SETS (no held-out set), asked as `rag eval` asks them,
+each weighted --dev-weight beside a generated question (eval/gate_cv.py chose the weight and the features by grouped
+cross-validation over them; 0 fits on the generated questions alone, as before issue 29). The generated ones are
+never taken from eval/questions (the papers those sets ask about are left out of the generation too):
 - answerable: a paper's title reworded into a question with some words dropped; 4-8 content words of one abstract
   sentence in a question template; questions about a number an abstract does give ("how many <noun> ..." for
   "48 variants", "what <metric> does X achieve?" for "a score of 18.4%" or "8x speedup");
@@ -13,8 +17,10 @@ Generated, never taken from eval/questions (the papers those sets ask about are 
   layers, ... in ten wordings) asked about a real paper whose abstract does not contain the figure's words, or
   mentions them with no number within six words ("figure-mentioned": "we tune the learning rate").
 Every question is retrieved as the app does (hybrid, k = 10); `rag.answering.abstain.features` turns the retrieval into
-a vector; a logistic regression (scikit-learn, L2, balanced classes) is fitted on 80% and checked on the other 20%,
-and the threshold is the lowest probability that refuses at most 3% of the held-back answerable questions. The
+a vector; a logistic regression (scikit-learn, L2, balanced classes) is fitted on 80% of the generated (and the dev
+questions) and checked on the other 20%, and the threshold (the two-outcome gate's; the three outcomes' cut points
+are eval/tune_outcomes.py's) is the lowest probability that refuses at most 3% of the held-back answerable
+generated questions. The
 fitted values are written to rag/answering/abstain_gate.json, with the feature names the app checks at load.
 """
 
@@ -34,11 +40,14 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "eval"))
 
 from rag.config import Settings  # noqa: E402
 from rag.search.retrieve import RetrievalParams  # noqa: E402
 from rag.answering import abstain  # noqa: E402
 from rag.engine import Engine  # noqa: E402
+from gate_cv import SHIPPED_DEV_WEIGHT, fit, record  # noqa: E402
+from tune_outcomes import DEV_SETS  # noqa: E402
 
 SEED = 2025
 MAX_TRAIN_FALSE_REFUSAL = 0.03
@@ -138,7 +147,8 @@ def generate(papers: list[dict], excluded: set[str], test_terms: set[str], rng: 
     # word (a term no paper contains), so that the model does not learn "every word matches" as "answerable".
     vocabulary = Counter(w.lower() for p in papers for w in set(words_of(p["title"] + " " + p["abstract"]))
                          if w.lower() not in STOP and len(w) > 3)
-    common = [w for w, _ in vocabulary.most_common(3000)]
+    # ties broken by the word: set iteration order (hash seed) must not change what is generated
+    common = [w for w, _ in sorted(vocabulary.items(), key=lambda kv: (-kv[1], kv[0]))[:3000]]
 
     def paraphrase(words: list[str]) -> str:
         share = rng.uniform(0.2, 0.6)
@@ -203,19 +213,6 @@ def generate(papers: list[dict], excluded: set[str], test_terms: set[str], rng: 
     return out, topics
 
 
-def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> tuple:
-    """Standardize, then an L2-regularized logistic regression with balanced classes (scikit-learn's lbfgs):
-    minimizes the class-weighted mean log-loss + l2/2 |w|^2, i.e. C = 1 / (l2 n). Returns (mean, scale, w, b)."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
-
-    scaler = StandardScaler().fit(x)
-    scale = scaler.scale_ + 1e-9
-    model = LogisticRegression(C=1.0 / (l2 * len(y)), class_weight="balanced", max_iter=5000)
-    model.fit((x - scaler.mean_) / scale, y)
-    return scaler.mean_, scale, model.coef_[0], float(model.intercept_[0])
-
-
 def auc(scores: np.ndarray, y: np.ndarray) -> float:
     pos, neg = scores[y == 1], scores[y == 0]
     return float(((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum())
@@ -243,6 +240,9 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=ROOT / "rag" / "data" / "iclr2025.jsonl")
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--dry-run", action="store_true", help="print, do not write rag/answering/abstain.py")
+    parser.add_argument("--dev-weight", type=float, default=SHIPPED_DEV_WEIGHT,
+                        help="each dev question's weight beside a generated one's 1 (tune_outcomes.DEV_SETS, asked "
+                             "as `rag eval` asks; chosen by eval/gate_cv.py); 0: generated questions only")
     parser.add_argument("--cache", type=Path, default=None,
                         help="pickle of the retrievals by question, read and updated: refitting after a feature "
                              "change then skips retrieval (valid only for the same index and retrieval code)")
@@ -266,21 +266,30 @@ def main() -> int:
     counts = ", ".join(f"{k} {int((kinds == k).sum())}" for k in dict.fromkeys(kinds))
     print(f"{len(items)} generated questions ({counts}); {len(topics)} topics; "
           f"features in {time.perf_counter() - started:.0f} s")
+    # The dev questions (issue 29 item 4): asked as `rag eval` asks them, each the outcome decision's retrieval,
+    # weighted args.dev_weight beside a generated question (eval/gate_cv.py chose the weight by cross-validation).
+    dev = [r for r in record(engine, DEV_SETS) if r["retrieval"] is not None] if args.dev_weight else []
+    dx = np.array([abstain.features(r["retrieval"]) for r in dev]).reshape(len(dev), len(abstain.FEATURES))
+    dy = np.array([0.0 if r["answerable"] else 1.0 for r in dev])
+    dw = np.full(len(dev), args.dev_weight)
+    if dev:
+        print(f"{len(dev)} dev questions ({', '.join(DEV_SETS)}), each weighted {args.dev_weight:g}")
     order = np.random.default_rng(SEED).permutation(len(items))
     cut = int(0.8 * len(items))
     train, val = order[:cut], order[cut:]
-    mean, scale, w, b = fit(x[train], y[train])
+    mean, scale, w, b = fit(np.vstack([x[train], dx]), np.concatenate([y[train], dy]),
+                            np.concatenate([np.ones(len(train)), dw]))
     p_val = 1 / (1 + np.exp(-(((x[val] - mean) / scale) @ w + b)))
     answerable = np.sort(p_val[y[val] == 0])
     threshold = float(answerable[int(np.ceil((1 - MAX_TRAIN_FALSE_REFUSAL) * len(answerable))) - 1]) + 1e-6
     refused = p_val >= threshold
-    print(f"validation (20%): AUC {auc(p_val, y[val]):.3f}; threshold {threshold:.3f}: refuses "
+    print(f"validation (20% of the generated): AUC {auc(p_val, y[val]):.3f}; threshold {threshold:.3f}: refuses "
           f"{refused[y[val] == 1].mean():.3f} of unanswerable, {refused[y[val] == 0].mean():.3f} of answerable")
     for kind in dict.fromkeys(kinds):
         mask = kinds[val] == kind
         print(f"  {kind:<13} {int(mask.sum()):>4} refused {refused[mask].mean():.3f}")
     # Refit on everything for the shipped weights; the threshold stays the one chosen on the held-back 20%.
-    mean, scale, w, b = fit(x, y)
+    mean, scale, w, b = fit(np.vstack([x, dx]), np.concatenate([y, dy]), np.concatenate([np.ones(len(y)), dw]))
     for name, weight in sorted(zip(abstain.FEATURES, w), key=lambda t: -abs(t[1])):
         print(f"  {name:<18} {weight:+.3f}")
     gate = {"about": "The learned abstention gate (rag/answering/abstain.py): a logistic regression over "
@@ -289,8 +298,11 @@ def main() -> int:
             "features": list(abstain.FEATURES), "mean": [round(float(v), 6) for v in mean],
             "scale": [round(float(v), 6) for v in scale], "weights": [round(float(v), 6) for v in w],
             "bias": round(float(b), 6), "threshold": round(threshold, 4),
-            "training": f"{len(items)} generated questions (seed {SEED}), eval/train_abstain.py; validation AUC "
-                        f"{auc(p_val, y[val]):.3f}"}
+            "training": f"{len(items)} generated questions (seed {SEED})"
+                        + (f" + {len(dev)} dev questions ({', '.join(DEV_SETS)}) each weighted {args.dev_weight:g}"
+                           if dev else "")
+                        + f", eval/train_abstain.py; validation AUC {auc(p_val, y[val]):.3f} (20% of the generated "
+                          "held back)"}
     path = ROOT / "rag" / "answering" / abstain.GATE_FILE
     cuts = json.loads(path.read_text(encoding="utf-8")).get("outcomes")
     if cuts:  # the three-outcome cut points were chosen for the old weights: kept, and flagged until re-tuned

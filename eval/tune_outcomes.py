@@ -129,7 +129,7 @@ def main() -> int:
     best, unsure_at, not_covered_at, low = min(candidates, key=lambda c: (
         c[0]["cost"], c[0]["answerable"]["not_covered"], c[0]["answerable"]["unsure"]))
     old = shares(rows, abstain.THRESHOLD, abstain.THRESHOLD, "not_covered")
-    print(f"{len(rows)} dev questions ({', '.join(args.sets)})")
+    print(f"{len(rows)} dev questions ({', '.join(dict.fromkeys(r['set'] for r in rows))})")
     print(f"two outcomes (threshold {abstain.THRESHOLD}): {old}")
     print(f"three outcomes: unsure from {unsure_at}, not covered from {not_covered_at}, low confidence -> {low}: "
           f"{best}")
@@ -144,7 +144,9 @@ def main() -> int:
     gate = json.loads(path.read_text(encoding="utf-8"))
     gate["outcomes"] = {
         "unsure_at": unsure_at, "not_covered_at": not_covered_at, "low_confidence": low,
-        "chosen_on": f"{len(rows)} dev questions: {', '.join(args.sets)} (eval/tune_outcomes.py; no held-out set)",
+        "chosen_on": f"{len(rows)} dev questions: {', '.join(dict.fromkeys(r['set'] for r in rows))} "
+                     f"(eval/tune_outcomes.py; no held-out set)" + (f"; {rows[0]['p_from']}" if rows[0].get("p_from")
+                                                                     else ""),
         "costs": "answerable: unsure 1, not covered 3; unanswerable: answered 3, unsure 0.5",
         "figure": {"answerable": best["answerable"], "unanswerable": best["unanswerable"],
                    "two_outcomes_before": {"answerable": old["answerable"], "unanswerable": old["unanswerable"]}}}

@@ -31,7 +31,7 @@ def test_the_gate_file_is_data_whose_feature_names_are_checked_at_load():
     with pytest.raises(abstain.GateError, match=r"fitted for the features .* refit it with `make model`"):
         abstain.load_gate(json.dumps(renamed))
     short = {**shipped, "weights": shipped["weights"][:-1]}
-    with pytest.raises(abstain.GateError, match=r"'weights' needs 14 values"):
+    with pytest.raises(abstain.GateError, match=rf"'weights' needs {len(abstain.FEATURES)} values"):
         abstain.load_gate(json.dumps(short))
 
 
@@ -124,3 +124,21 @@ def test_a_sentence_gives_the_asked_quantity_only_with_a_number_next_to_its_name
     assert not gives_quantity(question, "Evaluated on AlpacaEval 2.0 and MT-Bench.")  # a number, not the quantity
     assert gives_quantity("How much faster is X?", "X decodes 2.3x faster than the baseline.")  # an alias
     assert not gives_quantity("How does X work?", "X reaches 90% accuracy.")  # the question asks for no figure
+
+
+def test_detail_missing_is_the_share_of_named_details_the_top_paper_lacks(seed_engine):
+    # A near miss describes a real paper and asks for a detail it lacks ("... on ImageNet?", "... in Spanish?"): a
+    # word capitalised in mid-sentence or one with a digit. Over the seeds, the RelCon paper says "accelerometry"
+    # and trains on "87,376 participants"; it never mentions ImageNet or a 7B model.
+    def detail(question):
+        retrieval = seed_engine.retriever.retrieve(question, RetrievalParams(k=5))
+        assert "RelCon" in retrieval.hits[0].paper.abstract
+        return dict(zip(abstain.FEATURES, abstain.features(retrieval)))["detail_missing"]
+
+    assert abstain.DETAIL.findall("Was it tested on ImageNet with a 7B model, or in Spanish?") == [
+        "ImageNet", "7B", "Spanish"]
+    assert detail("Is there a foundation model for motion from wrist accelerometry data?") == 0.0
+    assert detail("Is there a RelCon accelerometry model trained on 87,376 participants?") == 0.0
+    # RelCon is named by the paper; ImageNet and 7B are not: 2 of 3 details missing.
+    assert detail("Has the RelCon accelerometry model been tested on ImageNet with a 7B backbone?") == pytest.approx(
+        2 / 3)

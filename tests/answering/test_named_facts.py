@@ -37,7 +37,14 @@ def test_a_follow_up_asking_what_kinds_quotes_the_sentence_listing_them(corpus_e
     assert first.citations[0].title == "Certifying Counterfactual Bias in LLMs"
     history = [{"role": "user", "content": "What does LLMCert-B certify?"},
                {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids}]
-    answer = corpus_engine.ask("What kinds of prefixes are applied to the prompts?", history=history)
+    follow_up = "What kinds of prefixes are applied to the prompts?"
+    # The gate refit on the dev sets (issue 29 item 4, cut points 0.26 / 0.78) finds this vague follow-up, searched as
+    # a question of its own, unsure (p 0.40; the old gate's 0.32 was under its 0.44): the paper is still cited first.
+    shipped = corpus_engine.ask(follow_up, history=history)
+    assert shipped.outcome in ("answered", "unsure")
+    assert shipped.citations[0].title == "Certifying Counterfactual Bias in LLMs"
+    # What this test is about is the quoting of an answered one: with the unsure cut above its probability.
+    answer = corpus_engine.derive(abstain_model_threshold=0.5).ask(follow_up, history=history)
     assert answer.outcome == "answered" and answer.citations[0].title == "Certifying Counterfactual Bias in LLMs"
     assert PREFIXES in answer.answer
     # Only what asks for things by kind or number adds a sentence: these ask what the passage already says.
