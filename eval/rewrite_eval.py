@@ -71,6 +71,8 @@ def main() -> int:
     parser.add_argument("--cache", type=Path, default=None, help="replies cache (default eval/reports/...)")
     parser.add_argument("--out", type=Path, default=ROOT / "eval" / "reports")
     parser.add_argument("--deadline", type=float, default=90.0)
+    parser.add_argument("--cached-only", action="store_true",
+                        help="only the questions whose reply is cached (a run cut short); no call is made")
     args = parser.parse_args()
     if any("heldout" in p.name or "final" in p.name for p in args.sets):
         raise SystemExit("error: dev sets only (the fusion is chosen on what this prints)")
@@ -82,7 +84,8 @@ def main() -> int:
     cache_path = args.cache or args.out / f"rewrite-{args.model}.replies.json"
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     rows = []
-    questions = [q for q in load_questions(args.sets) if q["kind"] == "single" and q.get("gold")]
+    questions = [q for q in load_questions(args.sets) if q["kind"] == "single" and q.get("gold")
+                 and (q["qid"] in cache or not args.cached_only)]
     for i, q in enumerate(questions):
         plan = engine._plan(q["question"], [], None, [], None, ("decisions", "author"))
         first = engine.retriever.retrieve(plan.search, RetrievalParams.from_settings(engine.settings, k=K))

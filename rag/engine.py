@@ -530,7 +530,7 @@ class Engine:
             k = max(k, min(MAX_K, self.settings.candidates))
         loaded = time.perf_counter()
         retrieval, lead, filters = self._retrieve(intent, search, k, filters, focus)
-        if llm is not None and self._rewrites(plan) and rewriting.needed(retrieval.named_match):
+        if llm is not None and self._rewrites(plan) and intent.has_topic and rewriting.needed(retrieval.named_match):
             plan.rewrite = rewriting.ask(llm, self.templates, question)
             plan.fallback = plan.rewrite.fallback
         if plan.rewrite is not None and plan.rewrite.search:  # searched beside the question, fused
@@ -672,7 +672,8 @@ class Engine:
     def _rewrites(self, plan: Plan) -> bool:
         """Whether a question is rewritten for retrieval by the LLM (`rag.query.rewrite`): with `llm_rewrite` on,
         unless it is a follow-up about the previous answer's papers (searched among them alone), or the follow-up
-        rewrite already asked for it (or failed)."""
+        rewrite already asked for it (or failed). (`stream` also skips a question without a topic, "papers by X",
+        which lists what the filter lets through, and one whose named paper the first search found.)"""
         return self.settings.llm_rewrite and not plan.focus and not plan.fallback and plan.rewrite is None
 
     @property

@@ -32,6 +32,7 @@ from rag.generation.llm import ChatClient, LLMError
 from rag.query import zh
 
 MAX_TOKENS = 80  # a title and a sentence: ~40-60 tokens in the dev runs; every token is ~55 ms on a CPU server
+MAX_TOKENS_FOLLOWUP = 128  # ... after a follow-up's standalone question (its first line, kept if the rest is cut)
 MAX_REWRITE_CHARS = 400  # of the rewrite searched: about a title and a long first sentence
 MAX_STANDALONE_CHARS = 500  # of a follow-up's standalone question (the answer prompt asks it)
 TRANSCRIPT_TURNS = 6  # turns of the conversation shown to the follow-up rewrite
@@ -78,7 +79,8 @@ def ask(llm: ChatClient, templates: dict[str, str], question: str, turns: list[d
     prompt = prompts.fill(template, history=transcript(turns) if turns else "", question=question)
     started = time.perf_counter()
     try:
-        text = llm.complete([{"role": "user", "content": prompt}], max_tokens=MAX_TOKENS, stream=True)
+        text = llm.complete([{"role": "user", "content": prompt}], stream=True,
+                            max_tokens=MAX_TOKENS_FOLLOWUP if turns else MAX_TOKENS)
     except LLMError as exc:
         return Rewrite(fallback=str(exc), ms=_ms(started), called=True)
     standalone, search = parse(text, template, followup=bool(turns))

@@ -102,6 +102,11 @@ def test_a_question_whose_named_paper_was_found_skips_the_call(embedded_seed_eng
     assert titles(answer)[0].startswith("CatVTON") and answer.rewrite == ""
 
 
+def test_a_question_without_a_topic_skips_the_call(embedded_seed_engine, server):
+    answer = engine_at(embedded_seed_engine, server.base_url).ask("Papers by Xiaoming Shi")  # the filter lists them
+    assert rewrites(server) == [] and answer.filters.author == "Xiaoming Shi" and titles(answer) == [TIME_MOE]
+
+
 def test_the_setting_turns_it_off(embedded_seed_engine, server):
     engine_at(embedded_seed_engine, server.base_url, llm_rewrite=False).ask(SAE)
     assert rewrites(server) == [] and len(server.chat_requests()) == 1
