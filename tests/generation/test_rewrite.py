@@ -49,7 +49,7 @@ def test_the_question_is_rewritten_in_one_short_call_and_searched_beside_itself(
     assert sent[0]["body"]["stream"] and sent[0]["body"]["max_tokens"] <= 96  # streamed: abandoned, it stops
     assert answer.rewrite == f"{WATERMARK} We watermark images from diffusion models."  # labels left out
     # Fused: the rewrite's paper is found, and the question's own top paper stays.
-    assert WATERMARK in titles(answer) and SAE_PAPER in titles(answer)[:2], titles(answer)
+    assert WATERMARK in titles(answer) and titles(answer)[0] == SAE_PAPER, titles(answer)
     assert answer.timings["rewrite_ms"] > 0 and answer.mode == "llm" and answer.fallback_reason == ""
 
 
@@ -59,7 +59,7 @@ def test_a_junk_rewrite_does_not_drop_the_questions_top_paper(embedded_seed_engi
                       "the question\nI'm sorry, but I cannot help with that.\n**Title:** <b>Strong Model Collapse</b>")
     answer = engine_at(embedded_seed_engine, server.base_url).ask(SAE)
     assert answer.rewrite == "Strong Model Collapse"  # the echo and the refusal dropped, markup removed
-    assert SAE_PAPER in titles(answer)[:2] and "Strong Model Collapse" in titles(answer), titles(answer)
+    assert titles(answer)[0] == SAE_PAPER and "Strong Model Collapse" in titles(answer), titles(answer)
 
 
 def test_a_dead_endpoint_leaves_the_question_searched_alone_with_the_reason(embedded_seed_engine):
