@@ -76,6 +76,9 @@ def llm_options(func: Callable) -> Callable:
                         type=float),
         _setting_option("llm_deadline", "Seconds for a whole LLM answer, retries included.", type=float),
         _setting_option("llm_papers", "The top papers the LLM reads.", type=int),
+        click.option("--llm-rewrite/--no-llm-rewrite", "llm_rewrite", default=None,
+                     help=setting_help("llm_rewrite", "Also search the question as the LLM rewrites it (the title "
+                                                      "and first sentence of a paper that would answer), or not.")),
         _setting_option("llm_context", "What the LLM reads of each paper: the passage matching the question, or the "
                                        "whole abstract.", type=click.Choice(["passages", "abstracts"])),
         _setting_option("llm_price_in", "USD per million prompt tokens: answers and sessions then show their cost.",
@@ -362,6 +365,8 @@ def render_sources(answer, settings: Settings | None = None) -> str:
     lines = [f"note: {notice}" for notice in answer.notices]
     if answer.retrieval_query:
         lines.append(f"searched: {answer.retrieval_query}")
+    if answer.rewrite:
+        lines.append(f"searched beside it (the LLM's rewrite): {answer.rewrite}")
     if answer.filters.from_question:
         lines.append("filters from the question: " + describe_filters(answer.filters))
     if answer.fabricated:

@@ -233,6 +233,11 @@ class Settings(BaseModel):
                     "max_tokens cannot make an answer, or its support check, endless). English runs ~4 "
                     "characters a token with the Qwen2.5, SmolLM2 and OpenAI tokenizers; 16 leaves room for "
                     "code, runs of spaces and CJK bytes.")
+    llm_rewrite: bool = Field(
+        True, description="With an LLM: one short call also rewrites the question for search (the title and first "
+                          "sentence of a paper that would answer it, in English), searched beside the question "
+                          "(rag/query/rewrite.py); a follow-up's standalone rewrite is the same call. Off: the "
+                          "question alone is searched (quicker on a CPU server).")
     llm_papers: int = Field(
         5, ge=1, le=50, description="The top papers the LLM reads (the others still show as sources; "
                                     "rag/answering/context.py).")
@@ -360,6 +365,7 @@ ENV_VARS: dict[str, str] = {
     "llm_deadline": "RAG_LLM_DEADLINE",
     "llm_max_retries": "RAG_LLM_MAX_RETRIES",
     "llm_max_chars_per_token": "RAG_LLM_MAX_CHARS_PER_TOKEN",
+    "llm_rewrite": "RAG_LLM_REWRITE",
     "llm_papers": "RAG_LLM_PAPERS",
     "llm_context": "RAG_LLM_CONTEXT",
     "llm_price_in": "RAG_LLM_PRICE_IN",

@@ -29,7 +29,7 @@ from rag.store.catalog import enrich
 from rag.store.embeddings import Embedder, make_embedder
 from rag.store.index import IngestStats, PaperIndex, StoredPaper, open_client
 from rag.store.ingest import read_paths
-from rag.query import zh
+from rag.query import rewrite as rewriting, zh
 from rag.query.filters import Filters
 from rag.query.intent import Intent, parse
 from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams
@@ -237,8 +237,9 @@ class Plan:
     search: str  # the words searched
     focus: list[str]  # a follow-up's papers: those of the previous answer it refers to
     filters: Filters  # the decisions / author searched, and the kinds the question's words set
-    fallback: str  # why the LLM's follow-up rewrite failed, if it did
+    fallback: str  # why the LLM's follow-up or search rewrite failed, if it did
     standalone: str = ""  # a follow-up rewritten to stand alone, asked of the LLM in its place
+    rewrite: rewriting.Rewrite | None = None  # the LLM's rewrite for retrieval, once asked (rag.query.rewrite)
 
 
 @dataclass
@@ -529,6 +530,12 @@ class Engine:
             k = max(k, min(MAX_K, self.settings.candidates))
         loaded = time.perf_counter()
         retrieval, lead, filters = self._retrieve(intent, search, k, filters, focus)
+        if llm is not None and self._rewrites(plan) and intent.has_topic and rewriting.needed(retrieval.named_match):
+            plan.rewrite = rewriting.ask(llm, self.templates, question)
+            plan.fallback = plan.rewrite.fallback
+        if plan.rewrite is not None and plan.rewrite.search:  # searched beside the question, fused
+            retrieval, lead, filters = self._retrieve(intent, search, k, plan.filters, focus,
+                                                      retrieval.query_vector, plan.rewrite.search)
         retrieved = time.perf_counter()
         partial = None  # where the notice of a partial index is, to say after answering what may change
         if self.indexing.running and self.indexing.total:
@@ -539,7 +546,10 @@ class Engine:
                         sources=sources_from(retrieval), confidence=round(retrieval.confidence, 4),
                         retrieval_query=search if search != question else "", notices=notices,
                         fallback_reason=plan.fallback, answer_type=intent.type, filters=filters, focus=focus,
+                        rewrite=plan.rewrite.search if plan.rewrite else "",
                         timings={"load_ms": _ms(started, loaded), "retrieve_ms": _ms(loaded, retrieved)})
+        if plan.rewrite is not None and plan.rewrite.called:
+            answer.timings["rewrite_ms"] = plan.rewrite.ms  # inside retrieve_ms (or before it, for a follow-up)
         said = next((t["content"] for t in reversed(history) if t["role"] == "assistant"), "") if focus else ""
         yield from [Delta(lead + "\n")] if lead else []
         yield from compose(answer, retrieval, self.settings, llm, self.templates, self.checker, started,
@@ -556,8 +566,8 @@ class Engine:
         answer.policy = self.settings.policy_hash
         yield answer
 
-    def _retrieve(self, intent: Intent, search: str, k: int, filters: Filters, focus: list[str]
-                  ) -> tuple[Retrieval, str, Filters]:
+    def _retrieve(self, intent: Intent, search: str, k: int, filters: Filters, focus: list[str],
+                  vector: Any = None, rewrite: str = "") -> tuple[Retrieval, str, Filters]:
         """The retrieval to answer from, a sentence to lead the answer with ("" mostly), and the filters it applied.
 
         A list or count with a decision or author filter is also searched without filters (`Retrieval.reference`):
@@ -566,20 +576,23 @@ class Engine:
         with the decision its words ask for passes that bar: the answer says none does, then lists the papers on X with
         any decision, as the filters returned record (`widened`); a refusal would tell the user the collection has
         nothing on X.
-        A filter set in the panel or by a flag is the user's explicit choice and stands."""
+        A filter set in the panel or by a flag is the user's explicit choice and stands.
+        `vector`: the search's embedding, when a first retrieval made it; `rewrite`: the LLM's rewrite of the question
+        for search (`rag.query.rewrite`), fused with it in every search."""
         params = RetrievalParams.from_settings(self.settings, k=k, decisions=filters.decisions,
                                                author=filters.author, paper_ids=tuple(focus))
-        retrieval = self.retriever.retrieve(search, params)
+        retrieval = self.retriever.retrieve(search, params, vector, rewrite)
         if (intent.type not in ("count", "list") or not intent.has_topic or focus
                 or not (params.decisions or params.author)):
             return retrieval, "", filters
         vector = retrieval.query_vector  # the question embedded once, for all three searches
         retrieval.reference = everything = self.retriever.retrieve(search, replace(params, decisions=(), author=None),
-                                                                   vector)
+                                                                   vector, rewrite)
         if "decisions" not in filters.from_question or (
                 not should_abstain(retrieval, self.settings) and passes_bar(retrieval, self.settings)):
             return retrieval, "", filters
-        wider = self.retriever.retrieve(search, replace(params, decisions=()), vector) if params.author else everything
+        wider = self.retriever.retrieve(search, replace(params, decisions=()), vector, rewrite) if params.author \
+            else everything
         wider.reference = everything
         if should_abstain(wider, self.settings) or not passes_bar(wider, self.settings):
             return retrieval, "", filters
@@ -646,7 +659,7 @@ class Engine:
         """What to search for a question and how to answer it: its type and the filters its words set
         (`rag.query.intent`; the caller's filters win), the follow-up's standalone query or focus papers, and a
         Chinese question's English terms (`rag.query.zh`)."""
-        query, focus, fallback = self._standalone(question, history, llm)
+        query, focus, fallback, rewrite = self._standalone(question, history, llm)
         intent = parse(question, self._known_author, question_filters,
                        names_paper=lambda name: self._names_paper(focus[0] if focus else name))
         search = intent.query if query == question else parse(query, self._known_author).query
@@ -654,7 +667,14 @@ class Engine:
         given = (("decisions", decisions, intent.decisions), ("author", author, intent.author))
         filters = Filters(tuple(decisions) or tuple(intent.decisions), author or intent.author,
                           tuple(name for name, mine, theirs in given if theirs and not mine))
-        return Plan(intent, search, focus, filters, fallback, query if query != question else "")
+        return Plan(intent, search, focus, filters, fallback, query if query != question else "", rewrite)
+
+    def _rewrites(self, plan: Plan) -> bool:
+        """Whether a question is rewritten for retrieval by the LLM (`rag.query.rewrite`): with `llm_rewrite` on,
+        unless it is a follow-up about the previous answer's papers (searched among them alone), or the follow-up
+        rewrite already asked for it (or failed). (`stream` also skips a question without a topic, "papers by X",
+        which lists what the filter lets through, and one whose named paper the first search found.)"""
+        return self.settings.llm_rewrite and not plan.focus and not plan.fallback and plan.rewrite is None
 
     @property
     def checker(self) -> support.Checker:
@@ -662,25 +682,31 @@ class Engine:
         return support.Checker(self.index.embedder, self.settings.support_threshold,
                                self.settings.support_max_sentences)
 
-    def _standalone(self, question: str, history: list[dict[str, Any]] | None,
-                    llm: ChatClient | None) -> tuple[str, list[str], str]:
-        """(query to retrieve with, papers of the previous answer it is about, fallback reason). A follow-up that
-        refers to the previous answer's papers is answered from them; otherwise the LLM, when there is one,
-        rewrites a follow-up into a standalone question. Only a question that leans on the history (a pronoun,
-        an ellipsis: `standalone_question` glues those to the last one) is rewritten: on a CPU server a rewrite
-        costs 20-30 s, and a question that changes topic gains nothing from it."""
+    def _standalone(self, question: str, history: list[dict[str, Any]] | None, llm: ChatClient | None
+                    ) -> tuple[str, list[str], str, rewriting.Rewrite | None]:
+        """(query to retrieve with, papers of the previous answer it is about, fallback reason, the LLM's rewrite for
+        search if it was asked here). A follow-up that refers to the previous answer's papers is answered from them;
+        otherwise the LLM, when there is one, rewrites a follow-up into a standalone question. Only a question that
+        leans on the history (a pronoun, an ellipsis: `standalone_question` glues those to the last one) is
+        rewritten: on a CPU server a call costs seconds, and a question that changes topic gains nothing from it.
+        With `llm_rewrite` on, the same call also rewrites it for search (`rag.query.rewrite`): one call, not two."""
         turns = [t for t in history or [] if t.get("role") in ("user", "assistant") and t.get("content")]
         focus = previous_papers(question, turns, self.retriever.state.papers)
         if focus or llm is None or not turns or standalone_question(question, turns) == question:
-            return (question if focus else standalone_question(question, turns)), focus, ""
-        transcript = "\n".join(f"{t['role']}: {' '.join(str(t['content']).split())[:1000]}" for t in turns[-6:])
+            return (question if focus else standalone_question(question, turns)), focus, "", None
+        if self.settings.llm_rewrite:
+            found = rewriting.ask(llm, self.templates, question, turns)
+            if found.fallback:
+                return standalone_question(question, turns), [], found.fallback, found
+            return found.standalone or standalone_question(question, turns), [], "", found
+        transcript = rewriting.transcript(turns)
         prompt = prompts.fill(self.templates["condense"], history=transcript, question=question)
         try:
             rewritten = llm.complete([{"role": "user", "content": prompt}], max_tokens=96)
         except LLMError as exc:
-            return standalone_question(question, turns), [], str(exc)
+            return standalone_question(question, turns), [], str(exc), None
         rewritten = " ".join(rewritten.split()).strip('"')[:MAX_QUESTION_CHARS]
-        return rewritten or question, [], ""
+        return rewritten or question, [], "", None
 
     def _known_author(self, name: str) -> bool:
         """Whether an author of the collection has this name (the question's "by X" becomes a filter only then)."""

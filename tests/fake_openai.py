@@ -7,6 +7,9 @@ It answers deterministically from what it receives:
 - an answer prompt (numbered `<source n="...">` blocks and a question): it quotes the sentence of the sources
   that shares the most words with the question, followed by that source's citation [n];
 - a follow-up rewrite prompt ("Standalone query:"): it returns "<previous user question> <last message>";
+- a search rewrite prompt (rag/query/rewrite.py, "First sentence: <"): `server.rewrite` if set (with "{question}"
+  replaced by the question), else "Title: <question>"; for a follow-up, "Question: <previous user question> <last
+  message>" first;
 - embeddings: a hashed bag of words (64 dimensions).
 
 `server.style` makes the answer two quoted sentences (the best one, then the best of another source) cited in one
@@ -99,6 +102,19 @@ def _best(asked: set[str], sources: list[tuple[str, str, str]], skip: str = "") 
                 for s in re.split(r"(?<=[.!?])\s+", abstract)))[2:]
 
 
+def rewrite_from(prompt: str, reply: str | None) -> str:
+    """The reply to a search rewrite prompt (see the module's docstring)."""
+    last = re.search(r"^Last message: (.*)$", prompt, re.MULTILINE) or re.search(r"^Question: (.*)$", prompt, re.M)
+    question = last.group(1) if last else ""
+    if reply is not None:
+        return reply.replace("{question}", question)
+    users = re.findall(r"^user: (.*)$", prompt, re.MULTILINE)
+    if "Last message:" in prompt:
+        standalone = f"{users[-1] if users else ''} {question}".strip()
+        return f"Question: {standalone}\nTitle: {standalone}"
+    return f"Title: {question}"
+
+
 def answer_from(prompt: str, mode: str, style: str = "") -> str:
     if "Standalone query:" in prompt:
         users = re.findall(r"^user: (.*)$", prompt, re.MULTILINE)
@@ -144,6 +160,7 @@ class FakeOpenAI:
         self.models = [chat_model, embed_model]  # what GET /v1/models lists
         self.mode = "normal"
         self.reply: str | None = None  # if set, every answer is this text (a real model's, replayed)
+        self.rewrite: str | None = None  # if set, the reply to a search rewrite prompt ("{question}": the question)
         self.style = ""  # a key of STYLES, "paragraph" or "sources_line": the answer cited that way
         self.chunks = "words"  # how an answer is streamed: "words", "chars" or "whole"
         self.delay = 0.0  # seconds, for "timeout" / "stall" / "drip"
@@ -218,7 +235,10 @@ class FakeOpenAI:
                     time.sleep(server.delay)
                 prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
                 text = "" if mode == "empty" else answer_from(prompt, mode, server.style)
-                if server.reply is not None and "Standalone query:" not in prompt:
+                searching = "First sentence: <" in prompt  # a search rewrite (rag/query/rewrite.py)
+                if searching and mode != "empty":
+                    text = rewrite_from(prompt, server.rewrite)
+                if server.reply is not None and "Standalone query:" not in prompt and not searching:
                     text = server.reply  # a real model's raw text, replayed
                 if mode == "flood":  # ~400 KB of cited sentences, sent fast, whatever max_tokens says
                     text = (text + " ") * (400_000 // (len(text) + 1) + 1)

@@ -55,7 +55,7 @@ def venv(wheel, tmp_path_factory) -> Path:
 def test_the_wheel_holds_one_top_level_package_and_the_prompt_templates(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"rag"}
-    for template in ("system", "answer", "condense"):
+    for template in ("system", "answer", "condense", "search", "search_followup"):
         assert f"rag/generation/templates/{template}.txt" in names
     assert "rag/web/app.py" in names and "rag/data/iclr2025.jsonl" in names
 

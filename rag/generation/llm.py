@@ -72,12 +72,20 @@ class ChatClient:
         )
         self._client.chat.completions  # imports its modules now (~0.5 s), not inside the timed first request
 
-    def complete(self, messages: list[dict[str, str]], max_tokens: int = 128) -> str:
-        """One non-streamed answer (used for rewriting follow-up questions)."""
-        result = self._run(lambda: self._client.chat.completions.create(
-            model=self.model, messages=cast("list[ChatCompletionMessageParam]", messages),
-            temperature=self.settings.llm_temperature, max_tokens=max_tokens,
-        ), streamed=False, max_tokens=max_tokens)
+    def complete(self, messages: list[dict[str, str]], max_tokens: int = 128, stream: bool = False) -> str:
+        """One answer as a whole (used for rewriting questions). `stream`: received as a stream all the same, so
+        that giving up at the deadline closes it and a llama.cpp server stops generating; a plain request it
+        would finish first, and the question's answer would queue behind it."""
+        if stream:
+            result = self._run(lambda: self._client.chat.completions.create(
+                model=self.model, messages=cast("list[ChatCompletionMessageParam]", messages),
+                temperature=self.settings.llm_temperature, max_tokens=max_tokens, stream=True,
+            ), streamed=True, completion=Completion(), max_tokens=max_tokens)
+        else:
+            result = self._run(lambda: self._client.chat.completions.create(
+                model=self.model, messages=cast("list[ChatCompletionMessageParam]", messages),
+                temperature=self.settings.llm_temperature, max_tokens=max_tokens,
+            ), streamed=False, max_tokens=max_tokens)
         text = "".join(result)
         if not text.strip():
             raise LLMError("the LLM endpoint returned an empty answer")

@@ -18,7 +18,7 @@ from typing import Any
 from rag.config import ConfigError, Settings
 
 DEFAULT_DIR: Traversable = resources.files("rag.generation") / "templates"
-NAMES = ("system", "answer", "condense")
+NAMES = ("system", "answer", "condense", "search", "search_followup")
 
 # The system prompt's refusal ("The sources do not contain an answer ..."), as models write it.
 _REFUSAL = r"sources? do(?:es)? not contain(?: an answer)?"
@@ -42,7 +42,8 @@ def load(settings: Settings) -> dict[str, str]:
         if path is None:
             raise ConfigError(f"prompt template {name}.txt not found in {', '.join(map(str, candidates))}")
         templates[name] = path.read_text(encoding="utf-8").strip()
-    for name, fields in (("answer", ("{sources}", "{question}")), ("condense", ("{history}", "{question}"))):
+    for name, fields in (("answer", ("{sources}", "{question}")), ("condense", ("{history}", "{question}")),
+                         ("search", ("{question}",)), ("search_followup", ("{history}", "{question}"))):
         missing = [f for f in fields if f not in templates[name]]
         if missing:
             raise ConfigError(f"prompt template {name}.txt lacks {', '.join(missing)}")

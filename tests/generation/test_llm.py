@@ -39,6 +39,8 @@ def server():
 
 
 def llm_engine(seed_engine, base_url, **overrides):
+    # The answer step alone: the rewrite for search (one more call before it) has its own tests (test_rewrite.py).
+    overrides.setdefault("llm_rewrite", False)
     return seed_engine.derive(llm_model="fake-chat", llm_base_url=base_url, llm_api_key=KEY,
                               llm_timeout=TIMEOUT, llm_connect_timeout=1.0, llm_max_retries=1, **overrides)
 
