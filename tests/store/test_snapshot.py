@@ -19,27 +19,32 @@ from rag.store.index import PaperIndex
 QUESTIONS = [json.loads(line)["question"] for line in (ROOT / "eval" / "questions" / "seeds_dev.jsonl").open()][:40]
 
 
-def _answer(engine, question):
-    answer = engine.ask(question).to_dict()
+def _answer(engine, question, **filters):
+    answer = engine.ask(question, **filters).to_dict()
     answer.pop("timings", None)
     return answer
 
 
 def test_the_snapshot_answers_as_chroma_does(tmp_path):
-    """Same sources, same ranking, same sentences and scores as querying Chroma, on the seed dev questions: on 38
-    papers (59 chunks) HNSW is exact, so any difference would be the snapshot's."""
+    """Same sources, same ranking, same sentences and scores as querying Chroma, on the seed dev questions, with and
+    without decision and author filters: on 38 papers (59 chunks) HNSW is exact, so any difference would be the
+    snapshot's."""
     engine = Engine(Settings(data_dir=tmp_path / "index"))
     engine.ingest([SEEDS])
     retriever = engine.retriever
     assert retriever.state.dense is not None  # the ingest left the store at rest: the snapshot was read with it
     dense = retriever.state
     through_chroma = replace(dense, dense=None)
-    for question in QUESTIONS:
+    author = next(p.authors[0] for p in dense.papers if p.authors)
+    asked = ([(q, {}) for q in QUESTIONS] + [(q, {"decision": "poster"}) for q in QUESTIONS[:10]]
+             + [(q, {"decision": ["oral", "spotlight"]}) for q in QUESTIONS[10:20]]
+             + [(q, {"author": author}) for q in QUESTIONS[:5]])
+    for question, filters in asked:
         retriever.state = dense
-        fast = _answer(engine, question)
+        fast = _answer(engine, question, **filters)
         retriever.state = through_chroma
-        slow = _answer(engine, question)
-        assert fast == slow, question
+        slow = _answer(engine, question, **filters)
+        assert fast == slow, (question, filters)
 
 
 def test_a_cold_ask_at_rest_imports_no_chromadb_and_sees_the_next_ingest(tmp_path):
