@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Sequence
 from rag.errors import RagError, whole_number
 from rag.config import LIMITS, Settings
 from rag.text import load_sentence_splitter, plain
-from rag.store import lock
+from rag.store import lock, snapshot
 from rag.store.catalog import enrich
 from rag.store.embeddings import Embedder, make_embedder
 from rag.store.index import IngestStats, PaperIndex, StoredPaper, open_client
@@ -310,6 +310,14 @@ class Engine:
             if self._index is None:
                 if not self.serving:
                     lock.check_free(self.settings, "open it")
+                    if (mark := snapshot.read_mark(self.settings)) is not None:
+                        # An embedded store at rest: a question reads it from the data dir (rag.store.snapshot),
+                        # and chromadb is imported only if something else needs the store. Built with another
+                        # embedder: opened now, which says so (ConfigError).
+                        self._embedder = make_embedder(self.settings)
+                        self._index = PaperIndex(self.settings, self._embedder,
+                                                 lazy=mark.embedder == self._embedder.identity)
+                        return self._index
                 # The model loads in a thread while chromadb is imported and the store opened: 0.3 s less
                 # start-up on 2 cores. Errors of either side are raised here, as if loaded one after the other.
                 with ThreadPoolExecutor(1) as pool:
@@ -329,7 +337,7 @@ class Engine:
             if self._retriever is None:
                 self._generation = self._store_generation(index)  # read first: a change meanwhile shows later
                 self._checked = time.monotonic()
-                self._retriever = HybridRetriever(index)
+                self._retriever = HybridRetriever(index, snapshot=not self.serving)
             retriever = self._retriever
         self._check_store(index)
         return retriever

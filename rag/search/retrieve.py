@@ -14,13 +14,18 @@ top papers.
 
 Sentences (for snippets, extractive answers and the abstention signal) are scored by their stored vector
 (`rag.store.index`) against the question, plus a small bonus for sharing the question's stemmed terms. A question costs
-one embedding (its own), one Chroma query, one BM25 pass and one Chroma read of the hits' sentences.
+one embedding (its own), one dense search, one BM25 pass and one read of the hits' sentences; over an embedded store
+at rest the search and the read are in numpy, from the snapshot cached with the corpus (`rag.store.snapshot`, below),
+and through Chroma otherwise.
 
 What retrieval reads besides Chroma (the papers, the BM25 index, term counts: `_Corpus`) costs a new process
 about 2 s to build from the store on 2 cores, more than the rest of a question. It is cached in the data dir
 (`corpus/<collection>.pickle`, written by this app beside the store it describes) under the store's change mark,
 which every ingest renews before its first write and after its last (`PaperIndex.generation`), so a cold
-`rag ask` loads it instead; any change of the store, the code or the cache's format builds it again.
+`rag ask` loads it instead; any change of the store, the code or the cache's format builds it again. For an embedded
+store at rest the cache also holds every chunk and sentence vector (`rag.store.snapshot.Dense`), and its key comes
+from the data dir's mark instead of Chroma: a question in a new process then never imports chromadb (about 1 s of
+a 2.3 s cold `rag ask`), and the dense side is an exact cosine search rather than Chroma's approximate HNSW one.
 
 Pseudo-relevance feedback (issue 29 item 3), off by default (`Settings.prf_terms`, `rocchio_weight`): a researcher
 describes a paper in their own words, and the words the abstract uses are then missing from the question. The first
@@ -52,14 +57,16 @@ import numpy as np
 
 import rag
 from rag.config import DEFAULT_POLICY, AnswerPolicy, Settings
+from rag.store import snapshot
 from rag.store.index import PaperIndex, Sentences, StoredPaper
+from rag.store.snapshot import Dense
 from rag.text import is_boilerplate, plain, split_sentences, tokenize, visible
 from rag.search.topical import coverage, topic_groups
 
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 BOILERPLATE_PENALTY = 0.3  # "Code is available at https://..." (`rag.text.is_boilerplate`) answers no question
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
-CORPUS_FORMAT = 1  # version of the cached corpus (`HybridRetriever.refresh`): bump when what it holds changes
+CORPUS_FORMAT = 2  # version of the cached corpus (`HybridRetriever.refresh`): bump when what it holds changes
 SNIPPET_PAPERS = 3  # the top papers with abstracts whose sentences answer (the best one is the confidence)
 _WORD = re.compile(r"(?<![\w-])[\w][\w-]*")
 # A method or dataset name as users type it: CatVTON, BirdSet, Time-MoE, X-ALMA, TEAL, Scylla (not sentence-initial).
@@ -113,6 +120,7 @@ class _Corpus:
     df: Counter  # in how many papers each lower-cased word (hyphens kept) occurs
     stem_df: Counter = field(default_factory=Counter)  # the same for BM25's stemmed terms
     terms: list[frozenset[str]] = field(default_factory=list)  # each paper's stemmed terms (rag.search.topical)
+    dense: Dense | None = None  # the chunk and sentence vectors of a store at rest (`rag.store.snapshot`)
 
 
 @dataclass(frozen=True)
@@ -191,38 +199,66 @@ class HybridRetriever:
     (sentences, snippets, the abstention signal); with pseudo-relevance feedback set, `feedback` re-runs the
     candidates of the retrievers it expands between fuse and a second fuse."""
 
-    def __init__(self, index: PaperIndex, reranker: Reranker | None = None) -> None:
+    def __init__(self, index: PaperIndex, reranker: Reranker | None = None, snapshot: bool = True) -> None:
+        """`snapshot`: read the chunk and sentence vectors into the corpus cache when the store is at rest (2-3 s
+        more on the whole bundled list, once per change of the store). `rag serve` says False: it has Chroma open
+        anyway, and would otherwise print "Indexed" that much later; a cached snapshot is used all the same."""
         self.index = index
         self.reranker = reranker
+        self.snapshot = snapshot
         self.refresh()
 
     def refresh(self) -> None:
+        """Load the corpus from the cache, or read it from the store (and cache it). A store at rest (its data
+        dir's mark says no ingest has changed it since: `rag.store.snapshot`) is cached with its chunk and sentence
+        vectors (`Dense`), so a question in a new process reads nothing through chromadb; a store being written
+        (the background indexing of `rag serve`) is cached without them, and its questions query Chroma."""
         # One assignment, so a concurrent `retrieve` sees either the old corpus or the new one, never a mix.
-        key = self._cache_key()
+        key, read, at_rest = self._cache_key()
         state = _load_corpus(self._cache_path(), key) if key else None
+        idle = False
+        if self.snapshot and read is not None and not at_rest:  # no mark: this reader may write one (`claim`)
+            with snapshot.writers_idle(self.index.settings) as idle:
+                pass
+        dense = self.snapshot and (at_rest or idle)
+        if state is not None and dense and state.dense is None:
+            state = None  # cached while the store was changing (or by `rag serve`): read it again, vectors and all
         if state is None:
-            state = self._read_corpus()
+            state = self._read_corpus(dense=dense)
             if key:
                 _save_corpus(self._cache_path(), key, state)
+        if idle and read is not None:
+            snapshot.claim(self.index.settings, self.index, read, idle)
         self.state = state
 
-    def _cache_key(self) -> tuple | None:
-        """What the cached corpus must have been built under to be this store's: the store's change mark (read
-        before the papers, so a change meanwhile gives a new one; `PaperIndex.generation`), its paper count, and
-        the code that reads it. None (no cache) for a store no ingest of this version wrote (no mark) and for a
-        Chroma server, which processes of other versions may write to without marking it."""
-        if self.index.settings.chroma_url:
-            return None
-        generation = self.index.generation()
-        if not generation:
-            return None
-        return (CORPUS_FORMAT, generation, self.index.count(), self.index.chunking, rag.__version__,
-                bm25s.__version__, tuple(f.name for f in fields(StoredPaper)), tuple(f.name for f in fields(_Corpus)))
+    def _cache_key(self) -> tuple[tuple | None, snapshot.Mark | None, bool]:
+        """(key, mark, at rest). The key is what the cached corpus must have been built under to be this store's:
+        the store's change mark (read before the papers, so a change meanwhile gives a new one;
+        `PaperIndex.generation`), its paper count, and the code that reads it; None (no cache) for a store no
+        ingest of this version wrote and for a Chroma server, which processes of other versions may write to
+        without marking it. The generation and count come from the data dir's mark while the Chroma client is not
+        open (`PaperIndex.mark`), from Chroma otherwise; `mark` is what they were (None for a Chroma server), and
+        `at rest` says the data dir's mark vouches for them."""
+        index = self.index
+        if index.settings.chroma_url:
+            return None, None, False
+        mark = index.mark() if not index.opened else None
+        if mark is None:
+            generation = index.generation()
+            if not generation:
+                return None, None, False
+            found = index.mark()
+            mark = snapshot.Mark(generation, index.count(), index.embedder.identity)
+            at_rest = found == mark
+        else:
+            at_rest = True
+        return ((CORPUS_FORMAT, mark.generation, mark.count, index.chunking, rag.__version__, bm25s.__version__,
+                 tuple(f.name for f in fields(StoredPaper)), tuple(f.name for f in fields(_Corpus))), mark, at_rest)
 
     def _cache_path(self) -> Path:
         return self.index.settings.data_dir / "corpus" / f"{self.index.settings.collection}.pickle"
 
-    def _read_corpus(self) -> "_Corpus":
+    def _read_corpus(self, dense: bool = False) -> "_Corpus":
         papers = self.index.all_papers()
         bm25, tokens = None, []
         if papers:
@@ -231,7 +267,8 @@ class HybridRetriever:
         df = Counter(w for p in papers for w in set(_WORD.findall(p.search_text.casefold())))
         return _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
                              np.array([p.decision for p in papers], dtype=object), bm25, df,
-                             Counter(t for doc in tokens for t in set(doc)), [frozenset(doc) for doc in tokens])
+                       Counter(t for doc in tokens for t in set(doc)), [frozenset(doc) for doc in tokens],
+                       snapshot.dense_from(self.index, papers) if dense else None)
 
     def retrieve(self, question: str, params: RetrievalParams = RetrievalParams(),
                  vector: np.ndarray | None = None, rewrite: str = "") -> Retrieval:
@@ -324,8 +361,13 @@ class HybridRetriever:
             if (params.author or params.paper_ids) and allowed is not None:  # few papers: Chroma searches theirs
                 paper_ids = [state.papers[i].paper_id for i in np.flatnonzero(allowed)][:_MAX_ID_FILTER]
             dense: dict[str, float] = {}
-            for pid, sim in self.index.query_chunks(query.vector.tolist(), params.candidates,
-                                                    list(params.decisions) or None, paper_ids):
+            if state.dense is not None:  # exact search over the snapshot's vectors, filters applied as a mask
+                nearest = [(state.papers[p].paper_id, sim)
+                           for p, sim in state.dense.nearest(query.vector, params.candidates, allowed)]
+            else:
+                nearest = self.index.query_chunks(query.vector.tolist(), params.candidates,
+                                                  list(params.decisions) or None, paper_ids)
+            for pid, sim in nearest:
                 if pid in state.position and pid not in dense:
                     if allowed is None or allowed[state.position[pid]]:
                         dense[pid] = sim
@@ -424,7 +466,16 @@ class HybridRetriever:
     def sentences(self, papers: list[StoredPaper]) -> dict[str, Sentences]:
         """The sentences and sentence vectors of these papers, read from the store. Papers stored before the
         index kept sentences (re-run `rag ingest` to add them) have theirs embedded here, more slowly."""
-        found = self.index.sentences_of(papers)
+        state = self.state
+        if state.dense is not None:
+            found = {}
+            for paper in papers:
+                position = state.position.get(paper.paper_id)
+                stored = state.dense.sentences(position) if position is not None else None
+                if stored is not None:
+                    found[paper.paper_id] = Sentences(*stored)
+        else:
+            found = self.index.sentences_of(papers)
         for paper in papers:
             if paper.paper_id not in found:
                 texts = split_sentences(paper.abstract)

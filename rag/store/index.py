@@ -20,7 +20,9 @@ is never attached):
   existed have `source` alone, which then counts as the only file holding the paper.
 Only the chunks are searched by vector; the other two get a tiny HNSW graph (`read_by_id_config`).
 
-llama-index is imported only when writing: answering a question needs chromadb alone, which keeps start-up short.
+llama-index is imported only when writing: answering a question needs chromadb alone, which keeps start-up short;
+and over an embedded store at rest not even that (`PaperIndex(lazy=True)` opens Chroma on first use, and the
+question reads the snapshot of `rag.store.snapshot`).
 
 Upserts are idempotent: unchanged papers (same id, same hash) cost nothing, changed ones have their chunks
 replaced, and a paper that vanished from a re-ingested file leaves that file's keys; it is removed once no
@@ -31,6 +33,7 @@ untitled abstract, whose id is the hash of its text, counts as an update of the 
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -44,7 +47,7 @@ from rag.config import ConfigError, Settings
 from rag.text import sentence_spans
 from rag.store.embeddings import Embedder, EmbeddingError
 from rag.store.ingest import Paper
-from rag.store import prebuilt
+from rag.store import prebuilt, snapshot
 
 SENTENCE_FORMAT = "s1"  # version of the stored sentences; part of the `chunking` marker
 INGEST_BATCH = 64  # papers embedded and committed together
@@ -225,28 +228,13 @@ def read_by_id_config() -> dict[str, Any]:
 class PaperIndex:
     """The Chroma side of the app: upsert papers, query chunks, list papers."""
 
-    def __init__(self, settings: Settings, embedder: Embedder, client: Any | None = None) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder, client: Any | None = None, lazy: bool = False) -> None:
+        """`lazy`: open the Chroma client and collections on first use, not here. A question over an embedded store
+        at rest reads everything from the data dir (`rag.store.snapshot`): then chromadb is never imported."""
         self.settings = settings
         self.embedder = embedder
-        self.client = client or open_client(settings)
-        meta = {"embedder": embedder.identity, "chunk_size": settings.chunk_size}
-        try:
-            self.chunks = self.client.get_or_create_collection(
-                settings.collection, configuration=searched_config(), metadata=meta, embedding_function=None)
-            self.papers = self.client.get_or_create_collection(
-                settings.collection + "-papers", configuration=read_by_id_config(), metadata=meta,
-                embedding_function=None)
-            self.sentences = self.client.get_or_create_collection(
-                settings.collection + "-sentences", configuration=read_by_id_config(), metadata=meta,
-                embedding_function=None)
-        except Exception as exc:
-            raise store_error(settings, exc, "open") from None
-        built_with = (self.chunks.metadata or {}).get("embedder")
-        if built_with and built_with != embedder.identity:
-            raise ConfigError(
-                f"the index in {settings.data_dir} was built with embedder {built_with!r}, but "
-                f"{embedder.identity!r} is configured. Use the same embedder, or another --data-dir / "
-                "--collection for the new one.")
+        self._client = client
+        self._opening = threading.Lock()
         # Papers stored with other chunking (or before sentence vectors were stored) are re-embedded on ingest.
         self.chunking = f"{settings.chunk_size}/{settings.chunk_overlap}/{SENTENCE_FORMAT}"
         self._writer: tuple[Any, Any] | None = None  # llama-index splitter and vector store, made on first write
@@ -254,6 +242,51 @@ class PaperIndex:
         self.vectors = prebuilt.vectors_for(embedder, self.chunking)
         self.expected = 0  # papers the store will hold when the running (or last) upsert ends
         self._changing = False  # the running upsert has written (or is about to): it marks the end too
+        if not lazy:
+            self._open()
+
+    def __getattr__(self, name: str) -> Any:
+        """The Chroma client and collections of a lazy index, opened on first use."""
+        if name in ("client", "chunks", "papers", "sentences"):
+            self._open()
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+    @property
+    def opened(self) -> bool:
+        return "sentences" in self.__dict__
+
+    def _open(self) -> None:
+        with self._opening:
+            if self.opened:
+                return
+            settings, embedder = self.settings, self.embedder
+            client = self._client or open_client(settings)
+            meta = {"embedder": embedder.identity, "chunk_size": settings.chunk_size}
+            try:
+                chunks = client.get_or_create_collection(
+                    settings.collection, configuration=searched_config(), metadata=meta, embedding_function=None)
+                papers = client.get_or_create_collection(
+                    settings.collection + "-papers", configuration=read_by_id_config(), metadata=meta,
+                    embedding_function=None)
+                sentences = client.get_or_create_collection(
+                    settings.collection + "-sentences", configuration=read_by_id_config(), metadata=meta,
+                    embedding_function=None)
+            except Exception as exc:
+                raise store_error(settings, exc, "open") from None
+            built_with = (chunks.metadata or {}).get("embedder")
+            if built_with and built_with != embedder.identity:
+                raise ConfigError(
+                    f"the index in {settings.data_dir} was built with embedder {built_with!r}, but "
+                    f"{embedder.identity!r} is configured. Use the same embedder, or another --data-dir / "
+                    "--collection for the new one.")
+            self.client, self.chunks, self.papers = client, chunks, papers
+            self.sentences = sentences  # last: `opened` tests it
+
+    def mark(self) -> snapshot.Mark | None:
+        """The data dir's mark (`rag.store.snapshot`) if it was written for this embedder, else None."""
+        found = snapshot.read_mark(self.settings)
+        return found if found is not None and found.embedder == self.embedder.identity else None
 
     def _llama_index(self) -> tuple[Any, Any]:
         if self._writer is None:
@@ -288,7 +321,10 @@ class PaperIndex:
         self.expected = self.papers.count() + sum(1 for p in todo if p.paper_id not in stored)
         self._embed_and_store(todo, holders, stats, progress)
         if self._changing:
-            self.mark_changed()  # the end of the change: what a reader that loaded the papers meanwhile missed
+            # The end of the change: what a reader that loaded the papers meanwhile missed; and the data dir's mark
+            # that lets the next question read the store from its snapshot (`rag.store.snapshot`).
+            generation = self.mark_changed()
+            snapshot.write_mark(self.settings, snapshot.Mark(generation, self.papers.count(), self.embedder.identity))
         stats.seconds = time.perf_counter() - started
         return stats
 
@@ -383,6 +419,7 @@ class PaperIndex:
         it ends. The upsert marks again when it ends."""
         if not self._changing:
             self._changing = True
+            snapshot.forget(self.settings)  # first: from now on no reader trusts a snapshot of this store
             self.mark_changed()
 
     def _embed(self, papers: list[Paper], holders: dict[str, dict[str, int]]) -> "_Batch":
@@ -526,6 +563,8 @@ class PaperIndex:
         after its last): how a process sharing a Chroma server with another one learns that the other added papers,
         and what the corpus cache of `rag.search.retrieve` is keyed by. Empty for a store no ingest of this
         version has written to."""
+        if not self.opened and (mark := self.mark()) is not None:
+            return mark.generation
         return str((self.client.get_collection(self.papers.name).metadata or {}).get("generation", ""))
 
     @_guarded
@@ -540,7 +579,17 @@ class PaperIndex:
 
     @_guarded
     def count(self) -> int:
+        """The papers stored; while the client is not opened, the count the data dir's mark holds (the store has
+        not changed since it was written), so a question at rest needs no chromadb."""
+        if not self.opened and (mark := self.mark()) is not None:
+            return mark.count
         return self.papers.count()
+
+    @_guarded
+    def all_chunk_vectors(self) -> tuple[list[str], np.ndarray]:
+        """Every chunk's id and vector (for `rag.store.snapshot.Dense`)."""
+        got = self.chunks.get(include=["embeddings"])
+        return list(got["ids"]), np.asarray(got["embeddings"], dtype=np.float32)
 
     @_guarded
     def chunk_count(self) -> int:

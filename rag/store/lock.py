@@ -20,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import os
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -118,6 +119,20 @@ def _busy(settings: Settings, doing: str) -> str:
             "(`chroma run --path DIR`) and point both at it with RAG_CHROMA_URL.")
 
 
+def _flock_soon(handle, wait: float = 0.5) -> bool:
+    """Take the write lock, waiting up to `wait` seconds: a reader holds it for a few milliseconds when it writes
+    the store's mark (`rag.store.snapshot.claim`), and an ingest starting then should not be refused for that."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+
+
 @contextmanager
 def writing(settings: Settings) -> Iterator[None]:
     """Hold the embedded store's write lock for one ingest (released when it ends or the process dies). Raises
@@ -132,9 +147,7 @@ def writing(settings: Settings) -> Iterator[None]:
         yield  # an unwritable data dir: the store's own checks say what is wrong and how to fix it
         return
     with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _flock_soon(handle):
             raise StoreBusyError(
                 f"another process is adding papers to the index in {settings.data_dir} (a `rag ingest`, or a "
                 "`rag eval` building its collection); wait for it to finish, or give this one its own --data-dir "
