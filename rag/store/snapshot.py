@@ -5,7 +5,8 @@ A question in a new process (`rag ask`) read four things through chromadb: the s
 hits. Importing chromadb and opening the client is about 1 s of a 2.3 s cold question on 2 cores, so for the
 embedded store those reads come from the data dir instead (never with a Chroma server, which processes of other
 versions may write to without saying so):
-- `<data dir>/corpus/<collection>.mark` (JSON: the generation, the paper count, the embedder) is written by the
+- `<data dir>/corpus/<collection>.mark` (JSON: the generation, the paper count, the embedder, and the store files'
+  `fingerprint`, so a store copied in by hand or grown by an older version is not vouched for) is written by the
   ingest after its last write, with the same new generation it gives the store (`PaperIndex.mark_changed`), and
   removed before its first write (`forget`). Present, it says the store has not changed since, for writers of this
   version; absent or unreadable, a reader goes through chromadb as before.
@@ -86,11 +87,23 @@ def read_mark(settings: Settings) -> Mark | None:
         return None
     try:
         data = json.loads(mark_path(settings).read_text(encoding="utf-8"))
-        if data.get("format") != MARK_FORMAT:
+        if data.get("format") != MARK_FORMAT or data.get("store") != fingerprint(settings):
             return None
         return Mark(str(data["generation"]), int(data["count"]), str(data["embedder"]))
     except Exception:  # absent, half-written by hand, or not JSON: the reader goes through chromadb
         return None
+
+
+def fingerprint(settings: Settings) -> str:
+    """What the store's files look like without opening them: the names of its segment folders (a collection's
+    uuid: another store copied in by hand has others) and the size of chroma.sqlite3 (a writer of an older
+    version, which does not remove the mark, grows it). Not its mtime: chromadb touches the file on every open,
+    reads included. "" when the store cannot be listed, which no mark matches."""
+    try:
+        folders = sorted(entry.name for entry in os.scandir(settings.chroma_path) if entry.is_dir())
+        return f"{(settings.chroma_path / 'chroma.sqlite3').stat().st_size}:{','.join(folders)}"
+    except OSError:
+        return ""
 
 
 def forget(settings: Settings) -> None:
@@ -115,7 +128,7 @@ def write_mark(settings: Settings, mark: Mark) -> None:
                                          encoding="utf-8") as f:
             tmp = f.name
             json.dump({"format": MARK_FORMAT, "generation": mark.generation, "count": mark.count,
-                       "embedder": mark.embedder}, f)
+                       "embedder": mark.embedder, "store": fingerprint(settings)}, f)
         os.replace(tmp, path)
     except OSError:
         if tmp:

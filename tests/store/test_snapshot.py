@@ -155,3 +155,19 @@ def test_a_serving_process_reads_no_snapshot_and_the_next_question_does(tmp_path
     engine = Engine(settings)
     assert engine.retriever.state.dense is not None
     assert Engine(settings, serving=True).retriever.state.dense is not None  # the cached one, used as it is
+
+
+def test_a_mark_does_not_vouch_for_store_files_that_changed_under_it(tmp_path):
+    """A store copied in by hand (other segment folders) or grown by a writer that does not know the mark (an
+    older version) is read through chromadb, not from the snapshot of the store that was there."""
+    settings = Settings(data_dir=tmp_path / "d")
+    engine = Engine(settings)
+    engine.ingest([SEEDS])
+    assert snapshot.read_mark(settings) is not None
+    (settings.chroma_path / "00000000-copied-in").mkdir()
+    assert snapshot.read_mark(settings) is None
+    (settings.chroma_path / "00000000-copied-in").rmdir()
+    assert snapshot.read_mark(settings) is not None
+    with open(settings.chroma_path / "chroma.sqlite3", "ab") as f:
+        f.write(b"\0" * 4096)  # grown by a writer that left the mark in place
+    assert snapshot.read_mark(settings) is None
