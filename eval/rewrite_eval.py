@@ -1,7 +1,8 @@
-"""Retrieval with and without the LLM's rewrite of the question (issue 28 item 4, rag/query/rewrite.py), in one run.
+"""Retrieval with and without the LLM's rewrite of the question (issue 28 item 4, rag/generation/rewrite.py),
+in one run.
 
 For every single-gold question of the given sets (dev sets only: the fusion was chosen on these), it asks the LLM
-once for the rewrite (`rag.query.rewrite.ask`, the engine's own call, timed, with the load average beside it),
+once for the rewrite (`rag.generation.rewrite.ask`, the engine's own call, timed, with the load average beside it),
 then ranks the 2,114 papers (`--data-dir`, an index of rag/data/iclr2025.jsonl such as `rag eval --corpus` makes)
 without the rewrite and with it under each fusion variant, all from the same replies: hit@1, hit@5 and MRR per set
 and variant, the added latency (p50/p90 of the call), how often the call failed or gave nothing usable, and what
@@ -29,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from rag.config import Settings  # noqa: E402
 from rag.engine import Engine  # noqa: E402
 from rag.evaluation.harness import load_questions, matches  # noqa: E402
-from rag.query import rewrite as rewriting  # noqa: E402
+from rag.generation import rewrite as rewriting  # noqa: E402
 from rag.search.retrieve import RetrievalParams  # noqa: E402
 
 K = 10
@@ -106,7 +107,7 @@ def main() -> int:
     lines = [f"# Retrieval with the LLM's rewrite: {args.model}", "",
              f"{len(rows)} single-gold questions, {engine.index.count():,} papers, k={K}. Each variant ranks with the "
              "same reply. '+ skip' leaves the question alone when its first pass found a named paper "
-             "(`rag.query.rewrite.needed`).", "",
+             "(`rag.generation.rewrite.needed`).", "",
              "| set | variant | hit@1 | hit@5 | mrr |", "|---|---|---|---|---|"]
     variants = list(VARIANTS) + [f"{name} + skip" for name in VARIANTS if VARIANTS[name] and name != "rewrite alone"]
     result: dict[str, dict] = {}

@@ -236,7 +236,7 @@ class Settings(BaseModel):
     llm_rewrite: bool = Field(
         True, description="With an LLM: one short call also rewrites the question for search (the title and first "
                           "sentence of a paper that would answer it, in English), searched beside the question "
-                          "(rag/query/rewrite.py); a follow-up's standalone rewrite is the same call. Off: the "
+                          "(rag/generation/rewrite.py); a follow-up's standalone rewrite is the same call. Off: the "
                           "question alone is searched (quicker on a CPU server).")
     llm_papers: int = Field(
         5, ge=1, le=50, description="The top papers the LLM reads (the others still show as sources; "

@@ -29,7 +29,8 @@ from rag.store.catalog import enrich
 from rag.store.embeddings import Embedder, make_embedder
 from rag.store.index import IngestStats, PaperIndex, StoredPaper, open_client
 from rag.store.ingest import read_paths
-from rag.query import rewrite as rewriting, zh
+from rag.generation import rewrite as rewriting
+from rag.query import zh
 from rag.query.filters import Filters
 from rag.query.intent import Intent, parse
 from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams
@@ -239,7 +240,7 @@ class Plan:
     filters: Filters  # the decisions / author searched, and the kinds the question's words set
     fallback: str  # why the LLM's follow-up or search rewrite failed, if it did
     standalone: str = ""  # a follow-up rewritten to stand alone, asked of the LLM in its place
-    rewrite: rewriting.Rewrite | None = None  # the LLM's rewrite for retrieval, once asked (rag.query.rewrite)
+    rewrite: rewriting.Rewrite | None = None  # the LLM's rewrite for retrieval, once asked (rag.generation.rewrite)
 
 
 @dataclass
@@ -586,7 +587,7 @@ class Engine:
         nothing on X.
         A filter set in the panel or by a flag is the user's explicit choice and stands.
         `vector`: the search's embedding, when a first retrieval made it; `rewrite`: the LLM's rewrite of the question
-        for search (`rag.query.rewrite`), fused with it in every search."""
+        for search (`rag.generation.rewrite`), fused with it in every search."""
         params = RetrievalParams.from_settings(self.settings, k=k, decisions=filters.decisions,
                                                author=filters.author, paper_ids=tuple(focus))
         retrieval = self.retriever.retrieve(search, params, vector, rewrite)
@@ -678,7 +679,7 @@ class Engine:
         return Plan(intent, search, focus, filters, fallback, query if query != question else "", rewrite)
 
     def _rewrites(self, plan: Plan) -> bool:
-        """Whether a question is rewritten for retrieval by the LLM (`rag.query.rewrite`): with `llm_rewrite` on,
+        """Whether a question is rewritten for retrieval by the LLM (`rag.generation.rewrite`): with `llm_rewrite` on,
         unless it is a follow-up about the previous answer's papers (searched among them alone), or the follow-up
         rewrite already asked for it (or failed). (`stream` also skips a question without a topic, "papers by X",
         which lists what the filter lets through, and one whose named paper the first search found.)"""
@@ -697,7 +698,8 @@ class Engine:
         otherwise the LLM, when there is one, rewrites a follow-up into a standalone question. Only a question that
         leans on the history (a pronoun, an ellipsis: `standalone_question` glues those to the last one) is
         rewritten: on a CPU server a call costs seconds, and a question that changes topic gains nothing from it.
-        With `llm_rewrite` on, the same call also rewrites it for search (`rag.query.rewrite`): one call, not two."""
+        With `llm_rewrite` on, the same call also rewrites it for search (`rag.generation.rewrite`): one call, not
+        two."""
         turns = [t for t in history or [] if t.get("role") in ("user", "assistant") and t.get("content")]
         focus = previous_papers(question, turns, self.retriever.state.papers)
         if focus or llm is None or not turns or standalone_question(question, turns) == question:

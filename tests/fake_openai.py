@@ -7,7 +7,7 @@ It answers deterministically from what it receives:
 - an answer prompt (numbered `<source n="...">` blocks and a question): it quotes the sentence of the sources
   that shares the most words with the question, followed by that source's citation [n];
 - a follow-up rewrite prompt ("Standalone query:"): it returns "<previous user question> <last message>";
-- a search rewrite prompt (rag/query/rewrite.py, "First sentence: <"): `server.rewrite` if set (with "{question}"
+- a search rewrite prompt (rag/generation/rewrite.py, "First sentence: <"): `server.rewrite` if set (with "{question}"
   replaced by the question), else "Title: <question>"; for a follow-up, "Question: <previous user question> <last
   message>" first;
 - embeddings: a hashed bag of words (64 dimensions).
@@ -235,7 +235,7 @@ class FakeOpenAI:
                     time.sleep(server.delay)
                 prompt = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
                 text = "" if mode == "empty" else answer_from(prompt, mode, server.style)
-                searching = "First sentence: <" in prompt  # a search rewrite (rag/query/rewrite.py)
+                searching = "First sentence: <" in prompt  # a search rewrite (rag/generation/rewrite.py)
                 if searching and mode != "empty":
                     text = rewrite_from(prompt, server.rewrite)
                 if server.reply is not None and "Standalone query:" not in prompt and not searching:

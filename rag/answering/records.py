@@ -54,7 +54,7 @@ class Answer:
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds
     confidence: float = 0.0  # score of the best sentence of the top papers: what the abstention gate looks at
     retrieval_query: str = ""  # what was searched, when it differs from the question (follow-ups)
-    # What the LLM rewrote the question into for search, searched beside it (rag.query.rewrite): model output, so
+    # What the LLM rewrote the question into for search, searched beside it (rag.generation.rewrite): model output, so
     # plain text wherever it is shown
     rewrite: str = ""
     notices: list[str] = field(default_factory=list)  # things the user should know (truncated input, ...)

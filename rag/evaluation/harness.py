@@ -47,7 +47,8 @@ CONFIGS: dict[str, dict[str, Any]] = {  # name -> settings overrides; "hybrid" i
     "hybrid-rm3": {"retrieval": "hybrid", "prf_terms": 10},
     "hybrid-rocchio": {"retrieval": "hybrid", "rocchio_weight": 0.25},
     "hybrid-prf": {"retrieval": "hybrid", "prf_terms": 10, "rocchio_weight": 0.25},
-    # With an LLM (`--llm-model`), the app also searches the question as the LLM rewrites it (rag/query/rewrite.py);
+    # With an LLM (`--llm-model`), the app also searches the question as the LLM rewrites it
+    # (rag/generation/rewrite.py);
     # this is the same run without that call, to measure what it adds (eval/rewrite_eval.py measures retrieval alone).
     "hybrid-no-rewrite": {"retrieval": "hybrid", "llm_rewrite": False},
 }

@@ -147,7 +147,7 @@ class RetrievalParams:
     prf_terms: int = 0  # ... their terms added to the BM25 query (RM3); 0: none
     prf_query_weight: float = 0.5  # ... the question's own terms' share of the expanded query's weight
     rocchio_weight: float = 0.0  # ... weight of their mean vector added to the question's (dense side); 0: none
-    # An LLM's rewrite of the question (`retrieve(rewrite=...)`, rag.query.rewrite): how it joins the question's
+    # An LLM's rewrite of the question (`retrieve(rewrite=...)`, rag.generation.rewrite): how it joins the question's
     # search. "rrf": its own two rankings fused beside the question's at `rewrite_weight` of their votes; "merge":
     # one search, its terms added to the BM25 query (`rewrite_weight` of the weight against the question's 1) and
     # its vector added to the question's. Chosen on describe_dev and zh_dev (eval/README.md, "The LLM's rewrite for
@@ -274,7 +274,7 @@ class HybridRetriever:
                  vector: np.ndarray | None = None, rewrite: str = "") -> Retrieval:
         """The top `params.k` papers for a question, within the filters of `params`. `vector`: the question's
         embedding when the caller has it (`Retrieval.query_vector` of the same question), not computed again.
-        `rewrite`: the question as an LLM rewrote it for search (`rag.query.rewrite`), searched beside it
+        `rewrite`: the question as an LLM rewrote it for search (`rag.generation.rewrite`), searched beside it
         (`params.rewrite_fusion`); the question's own rankings always take part, so a rewrite that misses cannot
         push out the papers the question finds by itself, and every signal of the hits stays the question's own."""
         vector = self.index.embedder.embed([question])[0] if vector is None else vector

@@ -1,4 +1,4 @@
-"""The question rewritten by the LLM for search (issue 28 item 4, rag/query/rewrite.py), through the tests' fake
+"""The question rewritten by the LLM for search (issue 28 item 4, rag/generation/rewrite.py), through the tests' fake
 OpenAI-compatible server: the rewrite is asked in one short call, searched beside the question (fused), bounded (a
 dead or slow endpoint leaves the question searched alone, with the reason), harmless when it is junk, and folded
 into a follow-up's standalone rewrite (one call, not two)."""
@@ -11,7 +11,7 @@ import pytest
 from helpers import free_port
 from fake_openai import FakeOpenAI
 
-from rag.query import rewrite as rewriting
+from rag.generation import rewrite as rewriting
 
 SAE = "Is there work on making sparse autoencoders cheaper to train?"
 SAE_PAPER = "Efficient Dictionary Learning with Switch Sparse Autoencoders"
@@ -75,9 +75,12 @@ def test_a_dead_endpoint_leaves_the_question_searched_alone_with_the_reason(embe
 
 
 def test_a_slow_rewrite_is_cut_at_the_deadline_and_the_answer_not_asked_again(embedded_seed_engine, server):
+    engine = engine_at(embedded_seed_engine, server.base_url, llm_deadline=1.0)
+    engine.ask(SAE)  # the store opened, the search index built and the client made before the clock starts
+    server.requests.clear()
     server.mode, server.delay = "timeout", 5.0
     started = time.perf_counter()
-    answer = engine_at(embedded_seed_engine, server.base_url, llm_deadline=1.0).ask(SAE)
+    answer = engine.ask(SAE)
     assert time.perf_counter() - started < 1 + 1.5
     assert answer.fallback_reason == "the LLM endpoint did not finish its answer within 1 s"
     assert len(server.chat_requests()) == 1 and titles(answer)[0] == SAE_PAPER  # searched alone, answered extractive
