@@ -385,8 +385,12 @@ def test_rag_chat_keeps_the_conversation_for_follow_ups(seed_engine, server, tmp
     # "they" refers to the paper the first answer cited first: the follow-up is answered from it (the history
     # carries its id), so there is nothing for the model to rewrite.
     assert [r for r in server.chat_requests() if not r["body"].get("stream")] == []
+    # The first question is also rewritten for search (one short streamed call, rag.generation.rewrite); the
+    # follow-up, answered from the conversation's paper, is not.
+    searches = [r for r in server.chat_requests() if "First sentence: <" in r["body"]["messages"][0]["content"]]
+    assert len(searches) == 1 and "billion-scale" in searches[0]["body"]["messages"][0]["content"]
     # Time-MoE is source 1 of both answer prompts: the follow-up kept to the paper of the conversation.
-    answers = [r for r in server.chat_requests() if r["body"].get("stream")]
+    answers = [r for r in server.chat_requests() if r["body"].get("stream") and r not in searches]
     assert len(answers) == 2
     for request in answers:
         prompt = request["body"]["messages"][1]["content"]
