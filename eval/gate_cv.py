@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "eval"))
 
 from rag.answering import abstain  # noqa: E402
-from tune_outcomes import COSTS, DEV_SETS, GRID, QUESTIONS, outcome  # noqa: E402
+from tune_outcomes import COSTS, DEV_SETS, GRID, QUESTIONS, ask_as_eval, outcome  # noqa: E402
 
 OUTCOMES = ("answered", "unsure", "not_covered")
 FOLDS, SEEDS = 5, 3
@@ -62,7 +62,7 @@ def record(engine, sets: list[str]) -> list[dict]:
     """One row per dev question: tune_outcomes' fields, the paper ids it is about, and the pickled-then-restored
     Retrieval of its first outcome decision (None when its answer made none). `engine`: an Engine over the corpus."""
     from rag.answering import compose, extractive
-    from rag.evaluation.harness import K, load_questions, matches
+    from rag.evaluation.harness import load_questions, matches
 
     if refused(sets):
         raise ValueError("held-out sets are never tuned on (eval/README.md)")
@@ -77,13 +77,7 @@ def record(engine, sets: list[str]) -> list[dict]:
     rows = []
     try:
         for q in load_questions([QUESTIONS / f"{s}.jsonl" for s in sets]):
-            history = None
-            if q["kind"] == "followup":
-                first = engine.ask(q["turns"][0], k=K)
-                history = [{"role": "user", "content": q["turns"][0]},
-                           {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids}]
-            seen.clear()
-            answer = engine.ask(q["question"], history=history, k=K)
+            answer = ask_as_eval(engine, q, before=seen.clear)
             retrieval = pickle.loads(seen[0]) if seen else None
             top = answer.sources[0] if answer.sources else None
             golds = q.get("gold", [])

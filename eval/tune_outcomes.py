@@ -39,6 +39,18 @@ COSTS = {(True, "answered"): 0.0, (True, "unsure"): 1.0, (True, "not_covered"): 
 GRID = [round(0.02 * i, 2) for i in range(1, 51)] + [1.01]
 
 
+def ask_as_eval(engine: Engine, q: dict, before=lambda: None):
+    """The answer `rag eval` gives to question `q` (k = K; a follow-up asked after its first turn, whose answer is
+    its history). `before` runs just before the question itself is asked: recorders clear what the first turn left."""
+    history = None
+    if q["kind"] == "followup":
+        first = engine.ask(q["turns"][0], k=K)
+        history = [{"role": "user", "content": q["turns"][0]},
+                   {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids}]
+    before()
+    return engine.ask(q["question"], history=history, k=K)
+
+
 def record(engine: Engine, questions: list[dict]) -> list[dict]:
     """One row per question: the inputs of the first outcome decision its answer made (None when none was made:
     a list with no topic, a comparison of named papers, a follow-up's own papers), and whether the top paper is
@@ -56,13 +68,7 @@ def record(engine: Engine, questions: list[dict]) -> list[dict]:
     rows = []
     try:
         for q in questions:
-            history = None
-            if q["kind"] == "followup":
-                first = engine.ask(q["turns"][0], k=K)
-                history = [{"role": "user", "content": q["turns"][0]},
-                           {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids}]
-            seen.clear()
-            answer = engine.ask(q["question"], history=history, k=K)
+            answer = ask_as_eval(engine, q, before=seen.clear)
             golds = q.get("gold", [])
             top = answer.sources[0] if answer.sources else None
             rows.append({"set": q["set"], "qid": q["qid"], "answerable": q["kind"] != "none",
