@@ -302,9 +302,14 @@ class HybridRetriever:
         return retrieval
 
     @staticmethod
-    def _fuse(rankings: dict[str, dict[str, float]], params: RetrievalParams) -> list[tuple[str, float]]:
-        return fuse([(weight, rankings[name]) for name, weight in (("dense", 1.0), ("bm25", params.bm25_weight))
-                     if name in rankings], params.rrf_k)
+    def _fuse(rankings: dict[str, dict[str, float]], params: RetrievalParams,
+              extra: dict[str, dict[str, float]] | None = None, scale: float = 1.0) -> list[tuple[str, float]]:
+        """RRF of the dense and BM25 rankings at their weights, with another search's (`extra`) at `scale` of
+        theirs beside them when given (the LLM's rewrite: `_with_rewrite`)."""
+        weights = (("dense", 1.0), ("bm25", params.bm25_weight))
+        return fuse([(weight, rankings[name]) for name, weight in weights if name in rankings]
+                    + [(weight * scale, (extra or {})[name]) for name, weight in weights if name in (extra or {})],
+                    params.rrf_k)
 
     def _with_rewrite(self, query: Query, rewrite: str, rankings: dict[str, dict[str, float]],
                       params: RetrievalParams, state: "_Corpus") -> list[tuple[str, float]]:
@@ -321,11 +326,8 @@ class HybridRetriever:
             merged = Query(query.text, moved / max(float(np.linalg.norm(moved)), 1e-12), query.terms,
                            weights or None)
             return self._fuse(self.candidates(merged, params, state), params)
-        extra = self.candidates(Query(rewrite, vector, terms), params, state)
-        weights_of = (("dense", 1.0), ("bm25", params.bm25_weight))
-        return fuse([(weight, rankings[name]) for name, weight in weights_of if name in rankings]
-                    + [(weight * params.rewrite_weight, extra[name]) for name, weight in weights_of if name in extra],
-                    params.rrf_k)
+        return self._fuse(rankings, params, self.candidates(Query(rewrite, vector, terms), params, state),
+                          params.rewrite_weight)
 
     def feedback(self, query: Query, params: RetrievalParams, state: "_Corpus",
                  fused: list[tuple[str, float]]) -> dict[str, dict[str, float]]:
