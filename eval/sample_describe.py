@@ -6,8 +6,9 @@ Every id any set in eval/questions/ other than the describe sets uses (gold, abo
 abstract-prefix gold resolved) is excluded; the remaining ids, sorted, are shuffled with random.Random(seed).
 describe_dev takes positions 0-59 (answerable) and 60-74 (near misses); describe_heldout 75-132, 134 and 150
 (answerable: 133, LaMPlace, was skipped because issue 29 itself quotes a question about it, so the team has read
-one) and 135-149 (near misses); describe_final 151-214 (answerable) and 215-230 (near misses), none skipped. Each
-question records its `position`. Prints position, id and title.
+one) and 135-149 (near misses); describe_final 151-214 (answerable) and 215-230 (near misses), describe_final2
+231-294 (answerable) and 295-310 (near misses), none skipped in either. Each question records its `position`. Prints
+position, id and title.
 """
 
 from __future__ import annotations
