@@ -3,8 +3,8 @@
 The policy, in one place:
 1. the retrieval says the collection does not cover the question (`decide`: "not_covered") -> the abstention
    text; it says no paper clearly answers but some are close ("unsure") -> the closest papers, cited, each with
-   its sentence nearest the question (`unsure_text`), in LLM mode too (a model asked to answer from papers that
-   do not answer would write one anyway);
+   its sentence nearest the question (`unsure_text`); with an LLM, the LLM reads them first (`_unsure`), and its
+   cited answer stands, followed by the other closest papers (`_also_close`);
 2. an LLM is configured (and the follow-up rewrite did not already fail) -> its answer, streamed through
    `StreamFilter` (citation styles normalized, numbers it was not given removed and counted), accepted only if
    it passes three checks: it is not empty; it cites a source or *is* "the sources do not answer"; and at least
@@ -103,6 +103,7 @@ def _unsure(answer: Answer, reader: Callable[[], Iterator[Delta | Restart]] | No
     if reader is not None:
         yield from reader()
         if answer.mode == "llm" and answer.outcome == "answered":
+            yield from _also_close(answer)
             return
         yield from _reader_found_nothing(answer, model)
         if answer.fallback_reason:
@@ -113,6 +114,26 @@ def _unsure(answer: Answer, reader: Callable[[], Iterator[Delta | Restart]] | No
     answer.answer, answer.citations = text, [by_n[n] for n in cited]
     answer.conclude("unsure")
     yield Delta(answer.answer)
+
+
+ALSO_CLOSE = "Also close to the question:"
+
+
+def _also_close(answer: Answer) -> Iterator[Delta]:
+    """After an LLM's answer to a question the gate was unsure of, the other closest papers (`unsure_text`'s, the
+    ones the unsure answer would cite) are named on a line of their own: the reader picked one paper of several close
+    ones, and a small one often picks the wrong one (on the held-out LLM subset Qwen2.5-Coder-1.5B cited the right
+    paper for 0.615 of the answerable questions, the unsure extractive answer, which cites the three closest, 0.692).
+    The line is the app's, from the records, not the model's claim: it carries titles only."""
+    _, closest = unsure_text(answer.sources)
+    cited = {s.n for s in answer.citations}
+    extra = [s for s in answer.sources if s.n in closest and s.n not in cited]
+    if not extra:
+        return
+    line = f"\n\n{ALSO_CLOSE} " + "; ".join(f"“{s.title}” [{s.n}]" for s in extra) + "."
+    answer.answer += line
+    answer.citations = [*answer.citations, *extra]
+    yield Delta(line)
 
 
 def _extractive_answer(answer: Answer, retrieval: Retrieval, settings: Settings, intent: Intent, whole_list: bool,

@@ -9,7 +9,8 @@ import re
 from helpers import COVERED, NEAR_MISS, ROOT, UNCOVERED
 
 from rag.answering import abstain
-from rag.answering.extractive import NOT_COVERED, UNSURE
+from rag.answering.compose import ALSO_CLOSE
+from rag.answering.extractive import NOT_COVERED, UNSURE, unsure_text
 
 
 
@@ -63,3 +64,27 @@ def test_with_an_llm_an_unsure_question_is_read_by_it_and_its_cited_answer_stand
         assert answer.answer.startswith(UNSURE) and answer.citations
         uncovered = engine.ask(UNCOVERED)
         assert uncovered.outcome == "not_covered" and len(server.chat_requests()) == 2  # not sent: nothing is close
+
+
+# describe_dev: the gate is unsure of it (0.26-0.78) and three papers are close (the gold one, rank 1, among them)
+UNSURE_SEVERAL = ("Is there a benchmark for phone-operating agents built on multimodal LLMs, with apps in two languages "
+                  "and an automatic scorer?")
+
+
+def test_an_llm_answer_to_an_unsure_question_names_the_other_closest_papers(corpus_engine):
+    # The reader picks one paper of several close ones (a small one often the wrong one): the others the unsure
+    # answer would cite are named after its answer, on the app's line, cited.
+    from fake_openai import FakeOpenAI
+
+    assert corpus_engine.ask(UNSURE_SEVERAL).outcome == "unsure"
+    with FakeOpenAI() as server:
+        engine = corpus_engine.derive(llm_model="fake-chat", llm_base_url=server.base_url, llm_api_key="sk-test",
+                                      llm_max_retries=0, llm_rewrite=False)
+        answer = engine.ask(UNSURE_SEVERAL)
+    assert answer.mode == "llm" and answer.outcome == "answered"
+    _, closest = unsure_text(answer.sources)
+    assert len(closest) == 3
+    model_text, also = answer.answer.split(ALSO_CLOSE)
+    assert re.findall(r"\[(\d+)\]", model_text) == ["1"]  # the stand-in cites the top paper alone
+    assert [s.n for s in answer.citations] == closest  # the others are cited after it, once
+    assert all(f"“{s.title}” [{s.n}]" in also for s in answer.sources if s.n in closest[1:])
