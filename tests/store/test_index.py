@@ -187,15 +187,6 @@ def test_the_openai_compatible_embedder_works_and_an_index_refuses_the_wrong_emb
         Engine(Settings.load(data_dir=data_dir)).index
 
 
-def test_a_store_built_by_one_minilm_refuses_the_other(tmp_path):
-    """The base and the fine-tuned MiniLM share a tokenizer and a dimension, so only the identity tells their
-    vectors apart: a store of one is not searched with the other, whichever is the default."""
-    data_dir = tmp_path / "index"
-    Engine(Settings.load(data_dir=data_dir, embedder="minilm-iclr")).ingest([DATA / "papers_small.jsonl"])
-    with pytest.raises(ConfigError, match="was built with embedder 'minilm-iclr:"):
-        Engine(Settings.load(data_dir=data_dir, embedder="minilm")).index
-
-
 def test_a_file_with_broken_records_does_not_remove_papers(tmp_path, store):
     records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
     path = tmp_path / "papers.jsonl"
