@@ -67,8 +67,8 @@ def test_with_an_llm_an_unsure_question_is_read_by_it_and_its_cited_answer_stand
 
 
 # describe_dev: the gate is unsure of it (0.26-0.78) and three papers are close (the gold one, rank 1, among them)
-UNSURE_SEVERAL = ("Is there a benchmark for phone-operating agents built on multimodal LLMs, with apps in two languages "
-                  "and an automatic scorer?")
+UNSURE_SEVERAL = ("Is there a benchmark for phone-operating agents built on multimodal LLMs, with apps in two "
+                  "languages and an automatic scorer?")
 
 
 def test_an_llm_answer_to_an_unsure_question_names_the_other_closest_papers(corpus_engine):
