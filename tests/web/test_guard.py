@@ -127,12 +127,16 @@ def upload_chunked(base: str, parts: list[bytes], boundary: str) -> tuple[int | 
     sock.sendall(f"POST /gradio_api/upload HTTP/1.1\r\nHost: {host}:{port}\r\nTransfer-Encoding: chunked\r\n"
                  f"Content-Type: multipart/form-data; boundary={boundary}\r\n\r\n".encode())
     answer = b""
+    # poll, not select.select: a pytest worker that has run many engines holds over 1,024 descriptors, which
+    # select() cannot watch ("filedescriptor out of range")
+    readable = select.poll()
+    readable.register(sock, select.POLLIN)
     try:
         for part in parts:
             for i in range(0, len(part), 1 << 20):
                 piece = part[i:i + (1 << 20)]
                 sock.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
-                if select.select([sock], [], [], 0)[0]:
+                if readable.poll(0):
                     raise BrokenPipeError
         sock.sendall(b"0\r\n\r\n")
     except (BrokenPipeError, ConnectionResetError):
