@@ -39,7 +39,7 @@ from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.generation.support import Checker
 from rag.answering.compare import side_papers
 from rag.answering.context import reader_sources
-from rag.answering.extractive import RECORD_TYPES, abstention_text, decide, extractive, unsure_text
+from rag.answering.extractive import RECORD_TYPES, abstention_text, closest, decide, extractive, unsure_text
 from rag.answering.records import Answer, Delta, Restart, Source
 
 # A follow-up about the previous answer's papers is answered from them unless its best sentence is below
@@ -120,14 +120,13 @@ ALSO_CLOSE = "Also close to the question:"
 
 
 def _also_close(answer: Answer) -> Iterator[Delta]:
-    """After an LLM's answer to a question the gate was unsure of, the other closest papers (`unsure_text`'s, the
-    ones the unsure answer would cite) are named on a line of their own: the reader picked one paper of several close
-    ones, and a small one often picks the wrong one (on the held-out LLM subset Qwen2.5-Coder-1.5B cited the right
+    """After an LLM's answer to a question the gate was unsure of, the other `closest` papers (those the unsure
+    answer would cite) are named on a line of their own: the reader picked one paper of several close ones, and a
+    small one often picks the wrong one (on the held-out LLM subset Qwen2.5-Coder-1.5B cited the right
     paper for 0.615 of the answerable questions, the unsure extractive answer, which cites the three closest, 0.692).
     The line is the app's, from the records, not the model's claim: it carries titles only."""
-    _, closest = unsure_text(answer.sources)
     cited = {s.n for s in answer.citations}
-    extra = [s for s in answer.sources if s.n in closest and s.n not in cited]
+    extra = [s for s in closest(answer.sources) if s.n not in cited]
     if not extra:
         return
     line = f"\n\n{ALSO_CLOSE} " + "; ".join(f"“{s.title}” [{s.n}]" for s in extra) + "."

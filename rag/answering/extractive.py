@@ -98,16 +98,21 @@ def abstention_text(sources: list[Source]) -> str:
     return text
 
 
+def closest(sources: list[Source]) -> list[Source]:
+    """The papers close to a question no paper clearly answers: the top one and, up to CLOSEST in all, those
+    scoring at least CLOSEST_SHARE of it."""
+    return [s for i, s in enumerate(sources[:CLOSEST]) if i == 0 or s.score >= CLOSEST_SHARE * sources[0].score]
+
+
 def unsure_text(sources: list[Source]) -> tuple[str, list[int]]:
-    """The answer when no paper clearly answers but some are close: the closest papers (CLOSEST, CLOSEST_SHARE),
-    each cited with the sentence of its abstract nearest the question (a title-only paper by its title). Returns
-    (text, cited)."""
-    closest = [s for i, s in enumerate(sources[:CLOSEST]) if i == 0 or s.score >= CLOSEST_SHARE * sources[0].score]
+    """The answer when no paper clearly answers but some are close: the `closest` papers, each cited with the
+    sentence of its abstract nearest the question (a title-only paper by its title). Returns (text, cited)."""
+    papers = closest(sources)
     lines = [f"{UNSURE} The closest are:"]
-    for s in closest:
+    for s in papers:
         said = f": {s.snippet.strip()}" if s.has_abstract and s.snippet.strip() else ""
         lines.append(f"{BULLET} “{s.title}” [{s.n}]{said}")
-    return "\n".join(lines), [s.n for s in closest]
+    return "\n".join(lines), [s.n for s in papers]
 
 
 def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",
