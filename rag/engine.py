@@ -297,12 +297,14 @@ class Engine:
         self.templates: dict[str, str] = {}
         self._generation: str | None = None  # the store's change mark the retriever's papers were loaded at
         self._checked = 0.0  # when that mark was last compared with the store's (monotonic seconds)
+        self._owns_index = True  # False for `derive`'s engines: `close` leaves a shared index open
 
     def derive(self, **overrides: Any) -> "Engine":
         """An engine with some settings changed that shares this one's loaded embedder, index and retriever
         (the store settings must stay the same)."""
         engine = Engine(Settings.model_validate({**dict(self.settings), **overrides}))
         engine._embedder, engine._index, engine._retriever = self._embedder, self._index, self._retriever
+        engine._owns_index = engine._index is None  # a shared index is closed by the engine that opened it
         return engine
 
     @property
@@ -492,6 +494,25 @@ class Engine:
         thread = threading.Thread(target=run, name="background-ingest", daemon=True)
         thread.start()
         return thread
+
+    def close(self) -> None:
+        """Release what the engine holds open: the store's Chroma client (SQLite connections, segment files) and
+        the LLM client's connections. A running ingest is waited for first. An engine used after `close` reopens
+        them. An engine made by `derive` closes only its own LLM client: the index it shares stays open. A process
+        that ends (the CLI, `rag serve`) needs no call; one that builds many engines (tests, a notebook) does, or
+        it keeps every store's files open until it exits (chromadb caches one system per path)."""
+        with self._ingest_lock, self._lock:
+            index, llm, self._llm = self._index, self._llm, None
+        if index is not None and self._owns_index:
+            index.close()
+        if llm is not None:
+            llm.close()
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     @property
     def llm(self) -> ChatClient | None:

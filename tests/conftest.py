@@ -82,6 +82,39 @@ def _embed_each_input_once() -> None:
 _embed_each_input_once()
 
 
+_ENGINES: list[Any] = []  # weak references to every Engine this process made, in order
+
+
+def _track_engines() -> None:
+    import weakref
+
+    from rag.engine import Engine
+
+    init = Engine.__init__
+
+    def tracked(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        _ENGINES.append(weakref.ref(self))
+
+    Engine.__init__ = tracked
+
+
+_track_engines()
+
+
+@pytest.fixture(autouse=True)
+def _close_test_engines():
+    """Every Engine a test (or its function-scoped fixtures) made is closed when the test ends: an embedded store's
+    Chroma system stays open for the whole process until its client is closed (about 19 descriptors a store), and
+    one worker runs hundreds of tests. Session-scoped engines are made before this fixture starts and stay open."""
+    first = len(_ENGINES)
+    yield
+    for ref in _ENGINES[first:]:
+        if (engine := ref()) is not None:
+            engine.close()
+    del _ENGINES[first:]
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name in SLOW_MODULES or "reliability" in item.path.parts or item.originalname in SLOW_TESTS:

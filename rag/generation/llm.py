@@ -72,6 +72,10 @@ class ChatClient:
         )
         self._client.chat.completions  # imports its modules now (~0.5 s), not inside the timed first request
 
+    def close(self) -> None:
+        """Close the pooled HTTP connections to the endpoint (the client is not used after)."""
+        self._client.close()
+
     def complete(self, messages: list[dict[str, str]], max_tokens: int = 128, stream: bool = False) -> str:
         """One answer as a whole (used for rewriting questions). `stream`: received as a stream all the same, so
         that giving up at the deadline closes it and a llama.cpp server stops generating; a plain request it

@@ -283,6 +283,23 @@ class PaperIndex:
             self.client, self.chunks, self.papers = client, chunks, papers
             self.sentences = sentences  # last: `opened` tests it
 
+    def close(self) -> None:
+        """Release the Chroma client: its SQLite connections and the open files of the vector segments (about 19
+        descriptors an embedded store). chromadb keeps one system per path for the whole process until every
+        client of it is closed, so an index that is only dropped keeps them all. Used again, it reopens."""
+        with self._opening:
+            client = self.__dict__.get("client") or self._client
+            for name in ("client", "chunks", "papers", "sentences"):
+                self.__dict__.pop(name, None)
+            self._client, self._writer = None, None
+        if client is not None and hasattr(client, "close"):
+            client.close()
+            # The stopped system's Rust bindings, which hold the SQLite connections, sit in reference cycles:
+            # without a collection now, their files stay open until the collector happens to run.
+            import gc
+
+            gc.collect()
+
     def mark(self) -> snapshot.Mark | None:
         """The data dir's mark (`rag.store.snapshot`) if it was written for this embedder, else None."""
         found = snapshot.read_mark(self.settings)

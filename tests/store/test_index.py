@@ -439,3 +439,39 @@ def test_an_upload_with_more_records_than_the_cap_is_refused_before_anything_is_
     assert engine.ingest([_upload(tmp_path / "gradio", "ok.jsonl", records[:5])], upload=True).added == 5
     assert engine.ingest([path]).added == 1  # the command line: no cap
     assert Settings.load().upload_max_records == 1000
+
+
+def _open_files(under) -> list[str]:
+    import os
+
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed while listing (the listing's own descriptor)
+            continue
+        if target.startswith(str(under)):
+            found.append(target)
+    return found
+
+
+def test_closing_an_engine_releases_its_stores_files_and_a_later_use_reopens_them(tmp_path):
+    """chromadb keeps one system per store path for the whole process until its client is closed: a dropped
+    engine kept ~19 descriptors (SQLite, vector segments) forever, and a test worker ran past 1,024 of them."""
+    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine.ingest([SEEDS])
+    assert engine.ask("prompt compression for long contexts").sources
+    derived = engine.derive(llm_model=None)
+    assert len(_open_files(tmp_path)) >= 4  # the SQLite file and the segments' files
+    derived.close()  # it shares the index: the engine that opened it closes it
+    assert len(_open_files(tmp_path)) >= 4 and engine.index.count() == 38
+    engine.close()
+    assert _open_files(tmp_path) == []
+    engine.close()  # twice is harmless
+    assert engine.ask("prompt compression for long contexts").sources  # reopened on use
+    assert engine.ingest([SEEDS]).unchanged == 38
+    engine.close()
+    assert _open_files(tmp_path) == []
+    with Engine(Settings.load(data_dir=tmp_path / "index")) as again:
+        assert again.index.count() == 38
+    assert _open_files(tmp_path) == []
