@@ -187,14 +187,28 @@ def embedded_seed_engine(request, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def corpus_engine(tmp_path_factory):
+def corpus_engine(tmp_path_factory, worker_id):
     """The bundled 2,114 abstracts (rag/data/iclr2025.jsonl) in an embedded store, once per session: the scale the
-    learned gate and its three outcomes apply at (1,000+ papers). From the shipped vectors: about a minute."""
+    learned gate and its three outcomes apply at (1,000+ papers). Built once for all test workers (from the shipped
+    vectors: about 40 s), each of which answers from a copy of its own (a store belongs to one process)."""
+    import fcntl
+    import shutil
+
     from rag.config import Settings
     from rag.engine import Engine
 
-    engine = Engine(Settings.load(data_dir=tmp_path_factory.mktemp("corpus-index"), port=free_port()))
-    engine.ingest([CORPUS])
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if worker_id != "master" else base) / "corpus-index-built"  # this run's, all workers'
+    with open(shared.with_suffix(".lock"), "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # the first worker builds; the others wait for it
+        if not (shared / "done").exists():
+            with Engine(Settings.load(data_dir=shared / "index")) as builder:
+                builder.ingest([CORPUS])
+            (shared / "done").touch()
+    mine = tmp_path_factory.mktemp("corpus-index") / "index"
+    shutil.copytree(shared / "index", mine)
+    engine = Engine(Settings.load(data_dir=mine, port=free_port()))
+    assert engine.ingest([CORPUS]).embedded_chunks == 0  # the copy is the whole list: nothing to embed again
     return engine
 
 
