@@ -3,6 +3,7 @@
     python eval/rank_probe.py record --out ranks.pkl     # each dev (and read) question's two rankings, once
     python eval/rank_probe.py fusion --rec ranks.pkl     # fixed and per-question fusion rules, hit@1 / hit@5
     python eval/rank_probe.py rerank --rec ranks.pkl     # a learned reranker of the top 20 (pairwise logistic)
+    python eval/rank_probe.py pick --base-url URL --model M [SET.jsonl ...]   # the LLM reader picks among the top 5
 
 A measurement, not a feature: nothing in the app uses it. `record` searches every single-paper question of
 DEV_SETS and READ_SETS the way the app does (`Engine._plan`: its search text, a Chinese question's English terms,
@@ -15,6 +16,11 @@ the question's terms in the paper's text and title. The probes then re-fuse and 
 app's weight when the question has a name the corpus knows or a rare term, a flatter one otherwise). `rerank`
 fits a pairwise logistic regression (gold minus each of the top 10 others) on the dev questions: grouped 5-fold
 cross-validation over DEV_SETS (3 fold assignments), then a fit on all of DEV_SETS applied to READ_SETS.
+
+`pick` asks an LLM (an OpenAI-compatible endpoint) which of the app's top 5 papers, shown as the answer prompt
+shows them (`reader_sources`, `render_sources`), the question is about: "Reply with the number only, or 0 if none of
+them is" (4 tokens, temperature 0). It prints one JSON line per question and the tally: how often the pick is the
+gold paper against how often the fusion's first is, and how often it says 0 for answerable and unanswerable ones.
 
 The held-out describe_final* sets are refused, like eval/gate_cv.py refuses them: nothing is chosen on them.
 """
@@ -189,12 +195,74 @@ def rerank(rows: list[dict], C: float) -> None:
     print("weights (fused, 1/rank, " + ", ".join(CONTENT) + "):", np.round(w, 2).tolist())
 
 
+PICK = """{sources}
+
+Question: {question}
+
+Which one of the numbered sources above is the paper this question is about? The question may describe it in other \
+words than the paper uses. Reply with the number only, or 0 if none of them is."""
+
+
+def pick(sets: list[Path], base_url: str, model: str, corpus: Path) -> None:
+    import re
+    import time
+
+    import openai
+
+    from rag.answering.context import reader_sources
+    from rag.answering.records import sources_from
+    from rag.config import Settings
+    from rag.engine import Engine
+    from rag.generation.prompts import render_sources
+    from rag.search.retrieve import RetrievalParams
+
+    refused = [p.name for p in sets if "describe_final" in p.name]
+    if refused:
+        raise SystemExit(f"held-out set(s) refused: {', '.join(refused)}")
+    client = openai.OpenAI(base_url=base_url, api_key="not-needed", timeout=300, max_retries=0)
+    rows = []
+    with Engine(Settings.load(data_dir=ROOT / ".rag-eval" / corpus.stem)) as engine:
+        for path in sets:
+            for line in path.read_text().splitlines():
+                q = json.loads(line)
+                if q.get("kind") not in ("single", "none"):
+                    continue
+                plan = engine._plan(q["question"], [], None, [], None, ("decisions", "author"))
+                retrieval = engine.retriever.retrieve(plan.search, RetrievalParams.from_settings(engine.settings, k=5))
+                sources = sources_from(retrieval)
+                prompt = PICK.format(sources=render_sources(reader_sources(retrieval, sources, engine.settings)),
+                                     question=q["question"])
+                started = time.perf_counter()
+                reply = client.chat.completions.create(model=model, max_tokens=4, temperature=0,
+                                                       messages=[{"role": "user", "content": prompt}])
+                digit = re.search(r"\d", reply.choices[0].message.content or "")
+                gold = set(q.get("gold", []))
+                row = {"qid": q["qid"], "kind": q["kind"], "near_miss": q.get("near_miss"),
+                       "gold_rank": next((s.n for s in sources if s.paper_id in gold), None),
+                       "pick": int(digit.group()) if digit else -1, "ms": round((time.perf_counter() - started) * 1e3),
+                       "prompt_tokens": reply.usage.prompt_tokens if reply.usage else None}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    answerable = [r for r in rows if r["kind"] == "single"]
+    unanswerable = [r for r in rows if r["kind"] == "none"]
+    print(f"answerable {len(answerable)}: fusion's first is gold {sum(r['gold_rank'] == 1 for r in answerable)}, "
+          f"the pick is gold {sum(r['gold_rank'] is not None and r['pick'] == r['gold_rank'] for r in answerable)}, "
+          f"gold in the top 5 {sum(r['gold_rank'] is not None for r in answerable)}, "
+          f"picked 0 {sum(r['pick'] == 0 for r in answerable)}; "
+          f"unanswerable {len(unanswerable)}: picked 0 {sum(r['pick'] == 0 for r in unanswerable)}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     rec = sub.add_parser("record")
     rec.add_argument("--out", type=Path, default=ROOT / ".rag-eval" / "rank_probe.pkl")
     rec.add_argument("--corpus", type=Path, default=ROOT / "rag" / "data" / "iclr2025.jsonl")
+    reader = sub.add_parser("pick")
+    reader.add_argument("sets", nargs="*", type=Path, default=[QUESTIONS / "describe_dev.jsonl"])
+    reader.add_argument("--base-url", default="http://127.0.0.1:8080/v1")
+    reader.add_argument("--model", default="qwen2.5-coder-1.5b")
+    reader.add_argument("--corpus", type=Path, default=ROOT / "rag" / "data" / "iclr2025.jsonl")
     for name in ("fusion", "rerank"):
         p = sub.add_parser(name)
         p.add_argument("--rec", type=Path, default=ROOT / ".rag-eval" / "rank_probe.pkl")
@@ -203,6 +271,9 @@ def main() -> int:
     args = parser.parse_args()
     if args.command == "record":
         record(args.out, args.corpus)
+        return 0
+    if args.command == "pick":
+        pick(args.sets, args.base_url, args.model, args.corpus)
         return 0
     rows = pickle.loads(args.rec.read_bytes())
     fusion(rows) if args.command == "fusion" else rerank(rows, args.C)
