@@ -245,6 +245,9 @@ class Settings(BaseModel):
         "passages", description="What the LLM reads of each paper: its title and the passage that matches the "
                                 "question (a third of the prompt tokens: a CPU server's latency), or the whole "
                                 "abstract (for a fast remote model).")
+    llm_quote: bool = Field(
+        True, description="After an LLM's answer, the sentence of its first cited paper nearest the question, quoted "
+                          "and cited, unless the answer already says most of it (rag/answering/compose.py).")
     prompts_dir: Path | None = Field(
         None, description="Directory overriding the bundled prompt templates (prompts/README.md).")
     support_threshold: float = Field(
@@ -367,6 +370,7 @@ ENV_VARS: dict[str, str] = {
     "llm_max_chars_per_token": "RAG_LLM_MAX_CHARS_PER_TOKEN",
     "llm_rewrite": "RAG_LLM_REWRITE",
     "llm_papers": "RAG_LLM_PAPERS",
+    "llm_quote": "RAG_LLM_QUOTE",
     "llm_context": "RAG_LLM_CONTEXT",
     "llm_price_in": "RAG_LLM_PRICE_IN",
     "llm_price_out": "RAG_LLM_PRICE_OUT",

@@ -9,7 +9,7 @@ import re
 from helpers import COVERED, NEAR_MISS, ROOT, UNCOVERED
 
 from rag.answering import abstain
-from rag.answering.compose import ALSO_CLOSE
+from rag.answering.compose import ALSO_CLOSE, QUOTED
 from rag.answering.extractive import NOT_COVERED, UNSURE, unsure_text
 
 
@@ -84,7 +84,28 @@ def test_an_llm_answer_to_an_unsure_question_names_the_other_closest_papers(corp
     assert answer.mode == "llm" and answer.outcome == "answered"
     _, closest = unsure_text(answer.sources)
     assert len(closest) == 3
-    model_text, also = answer.answer.split(ALSO_CLOSE)
+    model_text, rest = answer.answer.split(QUOTED)
+    quoted, also = rest.split(ALSO_CLOSE)
     assert re.findall(r"\[(\d+)\]", model_text) == ["1"]  # the stand-in cites the top paper alone
+    assert quoted.strip() == f"“{answer.sources[0].snippet}” [1]"  # then [1]'s own sentence nearest the question
     assert [s.n for s in answer.citations] == closest  # the others are cited after it, once
     assert all(f"“{s.title}” [{s.n}]" in also for s in answer.sources if s.n in closest[1:])
+
+
+def test_an_llm_answer_is_followed_by_its_papers_own_sentence_unless_it_says_it_already(corpus_engine):
+    # A small reader paraphrases and drops the asked figure or name: the first cited paper's sentence nearest the
+    # question follows, verbatim and cited; not when the answer already holds most of it, nor with llm_quote off.
+    from fake_openai import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        settings = {"llm_model": "fake-chat", "llm_base_url": server.base_url, "llm_api_key": "sk-test",
+                    "llm_max_retries": 0, "llm_rewrite": False}
+        answer = corpus_engine.derive(**settings).ask(UNSURE_SEVERAL)
+        first = answer.citations[0]
+        assert answer.answer.count(QUOTED) == 1
+        assert f"{QUOTED} “{first.snippet}” [{first.n}]" in answer.answer
+        plain = corpus_engine.derive(**settings, llm_quote=False).ask(UNSURE_SEVERAL)
+        assert QUOTED not in plain.answer and plain.answer.startswith(answer.answer.split(QUOTED)[0].strip())
+        server.reply = f"{first.snippet} [1]"  # the model quoted the sentence itself
+        said = corpus_engine.derive(**settings).ask(UNSURE_SEVERAL)
+        assert said.mode == "llm" and said.citations[0].n == first.n and QUOTED not in said.answer
