@@ -41,6 +41,8 @@ def server():
 def llm_engine(seed_engine, base_url, **overrides):
     # The answer step alone: the rewrite for search (one more call before it) has its own tests (test_rewrite.py).
     overrides.setdefault("llm_rewrite", False)
+    # ... and the model's text alone: the quoted sentence the app adds after it has its own test (test_outcomes.py).
+    overrides.setdefault("llm_quote", False)
     return seed_engine.derive(llm_model="fake-chat", llm_base_url=base_url, llm_api_key=KEY,
                               llm_timeout=TIMEOUT, llm_connect_timeout=1.0, llm_max_retries=1, **overrides)
 
