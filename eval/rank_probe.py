@@ -95,13 +95,16 @@ def record(out: Path, corpus: Path) -> None:
     print(f"{len(rows)} questions -> {out}", Counter(r["set"] for r in rows))
 
 
+def fused(rankings: dict[str, dict[str, float]], rrf_k: int, bm25_weight: float) -> list[tuple[str, float]]:
+    """The app's fusion (`rag.search.retrieve.fuse`) at these settings: (paper id, score), best first."""
+    from rag.search.retrieve import fuse as rrf
+
+    return rrf([(w, rankings[name]) for name, w in (("dense", 1.0), ("bm25", bm25_weight)) if name in rankings],
+               rrf_k)
+
+
 def fuse(rankings: dict[str, dict[str, float]], rrf_k: int, bm25_weight: float) -> list[str]:
-    """rag.search.retrieve.fuse's order (weighted RRF, ties by id)."""
-    fused: dict[str, float] = defaultdict(float)
-    for name, weight in (("dense", 1.0), ("bm25", bm25_weight)):
-        for rank, pid in enumerate(rankings.get(name, {})):
-            fused[pid] += weight / (rrf_k + rank + 1)
-    return sorted(fused, key=lambda p: (-fused[p], p))
+    return [pid for pid, _ in fused(rankings, rrf_k, bm25_weight)]
 
 
 def _hits(rows: list[dict], order_of) -> dict[str, list[int]]:
@@ -147,14 +150,10 @@ def fusion(rows: list[dict]) -> None:
 
 
 def _features(row: dict) -> np.ndarray:
-    order = row["cand"]
-    fused: dict[str, float] = defaultdict(float)
-    for name, weight in (("dense", 1.0), ("bm25", APP[1])):
-        for rank, pid in enumerate(row["rankings"].get(name, {})):
-            fused[pid] += weight / (APP[0] + rank + 1)
-    best = fused[order[0]]
-    return np.array([[fused[p] / best, 1 / (i + 1)] + [row["content"][p][c] for c in CONTENT]
-                     for i, p in enumerate(order)])
+    score = dict(fused(row["rankings"], *APP))
+    best = score[row["cand"][0]]
+    return np.array([[score[p] / best, 1 / (i + 1)] + [row["content"][p][c] for c in CONTENT]
+                     for i, p in enumerate(row["cand"])])
 
 
 def rerank(rows: list[dict], C: float) -> None:
