@@ -47,15 +47,16 @@ $(MPNET): $(STAMP) tools/mpnet_model.py rag/store/mpnet.py
 
 install: $(STAMP) $(MPNET) ## Create .venv, install the app and its test tools (the tested set: constraints.txt) and the mpnet model
 
-run: $(STAMP) ## Install, ingest seeds/ if the index is empty, serve 127.0.0.1:7860 (indexing the ICLR 2025 list meanwhile)
+run: $(STAMP) $(MPNET) ## Install, ingest seeds/ if the index is empty, serve 127.0.0.1:7860 (indexing the ICLR 2025 list meanwhile)
 	$(BIN)/rag ingest --if-empty $(SEEDS)
 	$(BIN)/rag serve
 
-ingest: $(STAMP) ## Ingest seeds/ (or PATHS="a.jsonl dir/") into the index
+ingest: $(STAMP) $(MPNET) ## Ingest seeds/ (or PATHS="a.jsonl dir/") into the index
 	$(BIN)/rag ingest $(or $(PATHS),$(SEEDS))
 
-data: $(STAMP) ## Re-embed the bundled list into rag/data/iclr2025_vectors.npz (after editing rag/data/ or the embedder)
+data: $(STAMP) $(MPNET) ## Re-embed the bundled list into rag/data/iclr2025_vectors.npz and iclr2025_mpnet.npz (after editing rag/data/ or an embedder)
 	nice -n 10 $(BIN)/python rag/data/build_vectors.py
+	nice -n 10 $(BIN)/python rag/data/build_vectors.py --mpnet --update
 
 # Most tests wait on subprocesses, servers and the browser as much as on the CPU: two workers (pytest-xdist), each
 # taking whole files so a module's app, browser and stores are built once.
@@ -75,7 +76,7 @@ lint: $(STAMP) ## ruff, mypy over rag/, the describe sets' wording rule, README'
 docs: $(STAMP) ## Regenerate README's command list, make help and settings tables from the code (cog)
 	$(BIN)/cog -I tools -r README.md
 
-soak: $(STAMP) system-deps ## Long reliability runs: 1,000+ fuzzed inputs, 10 kill -9 trials, 60 s of 20-session load
+soak: $(STAMP) $(MPNET) system-deps ## Long reliability runs: 1,000+ fuzzed inputs, 10 kill -9 trials, 60 s of 20-session load
 	$(BIN)/python -m pytest tests/reliability --soak -s -q
 
 # The browser tests drive Debian's chromium with Playwright (no browser download); the network test uses strace;
@@ -85,17 +86,17 @@ system-deps:
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium strace fonts-noto-cjk; }
 
-bench: $(STAMP) ## Benchmarks on the bundled 2,114-paper list -> bench/REPORT.md, bench/latency.png
+bench: $(STAMP) $(MPNET) ## Benchmarks on the bundled 2,114-paper list -> bench/REPORT.md, bench/latency.png
 	$(PIP) install -c constraints.txt -e '.[test,bench]'
 	$(BIN)/python bench/run.py --corpus $(CORPUS)
 	$(BIN)/python bench/explore.py
 
-eval: $(STAMP) ## rag eval (baselines beside the app): the seeds, then every set over the 2,114 papers in one run
+eval: $(STAMP) $(MPNET) ## rag eval (baselines beside the app): the seeds, then every set over the 2,114 papers in one run
 	$(BIN)/rag eval eval/questions/support_pairs.jsonl
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
 	$(BIN)/rag eval $(EVAL_SETS) --corpus $(CORPUS) --name all-iclr2025
 
-model: $(STAMP) ## Refit the learned abstention gate (rag/answering/abstain.py) on generated and dev questions, then its cut points
+model: $(STAMP) $(MPNET) ## Refit the learned abstention gate (rag/answering/abstain.py) on generated and dev questions, then its cut points
 	rm -rf .rag-eval/gate && mkdir -p .rag-eval/gate
 	$(BIN)/python eval/train_abstain.py --corpus $(CORPUS) --cache .rag-eval/gate/generated.pkl
 	$(BIN)/python eval/gate_cv.py record --corpus $(CORPUS) --out .rag-eval/gate/dev.pkl
@@ -121,7 +122,7 @@ llm-deps: $(LLM_STAMP) ## Build the llama.cpp server into .venv-llm with SmolLM2
 llm-server: $(LLM_STAMP) $(if $(filter qwen2.5-coder-1.5b,$(LLM_MODEL)),$(QWEN_STAMP)) ## Serve LLM_MODEL (smollm2-135m | qwen2.5-coder-1.5b) on 127.0.0.1:LLM_PORT (8080), foreground
 	$(LLM_VENV)/bin/python tools/llm_server.py --model $(LLM_MODEL) --port $(LLM_PORT)
 
-eval-llm: $(STAMP) $(LLM_STAMP) $(if $(filter qwen2.5-coder-1.5b,$(LLM_MODEL)),$(QWEN_STAMP)) ## rag eval in LLM mode through LLM_MODEL's local server beside extractive (LLM_EVAL_LIMIT questions a set)
+eval-llm: $(STAMP) $(MPNET) $(LLM_STAMP) $(if $(filter qwen2.5-coder-1.5b,$(LLM_MODEL)),$(QWEN_STAMP)) ## rag eval in LLM mode through LLM_MODEL's local server beside extractive (LLM_EVAL_LIMIT questions a set)
 	$(BIN)/python eval/llm_eval.py --model $(LLM_MODEL) --port $(LLM_PORT) --limit $(LLM_EVAL_LIMIT) \
 	  --corpus $(CORPUS) $(LLM_EVAL_SETS)
 

@@ -250,8 +250,9 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
 @click.option("--batch", type=click.File("r"), default=None,
               help='Answer many questions, loading everything once: one {"question": ..., "history": [...]} '
                    "per line in, one JSON answer per line out (needs --json).")
-@_setting_option("retrieval", "hybrid, dense or bm25: which retrievers rank the papers.",
-                 type=click.Choice(["hybrid", "dense", "bm25"]))
+@_setting_option("retrieval", "hybrid (all fused), or dense (MiniLM chunks), bm25 or mpnet (whole-paper "
+                 "all-mpnet-base-v2) alone: which retrievers rank the papers.",
+                 type=click.Choice(["hybrid", "dense", "bm25", "mpnet"]))
 @llm_options
 @store_options
 @friendly_errors

@@ -169,8 +169,14 @@ class Settings(BaseModel):
                                             "eval/README.md).")
     bm25_weight: float = Field(1.5, ge=0.0, le=10.0, description="Weight of the BM25 ranking in the fusion "
                                                                 "(dense = 1; tuned like rrf_k).")
-    retrieval: Literal["hybrid", "dense", "bm25"] = Field(
-        "hybrid", description="Which retrievers rank the papers: both fused (default), or one alone (for comparison).")
+    # The whole-paper all-mpnet-base-v2 ranking (rag/store/mpnet_vectors.py) beside MiniLM's and BM25's: at 1 (rrf_k
+    # 5, BM25 1.5) the dev sets' hit@1 / hit@5 rose from 0.847 / 0.958 to 0.879 / 0.979 (190 questions; describe_dev
+    # 0.733 / 0.933 -> 0.800 / 0.983); 0.5 gave 0.874 / 0.974 (eval/README.md, "A second embedder").
+    mpnet_weight: float = Field(1.0, ge=0.0, le=10.0, description="Weight of the whole-paper all-mpnet-base-v2 ranking "
+                                "in the fusion (dense = 1; 0 turns it off and never loads the model).")
+    retrieval: Literal["hybrid", "dense", "bm25", "mpnet"] = Field(
+        "hybrid", description="Which retrievers rank the papers: all fused (default), or one alone (for comparison: "
+                              "dense is MiniLM's chunks, mpnet the whole-paper all-mpnet-base-v2 vectors).")
     # Pseudo-relevance feedback (rag/search/retrieve.py `HybridRetriever.feedback`), off by default: a second pass
     # whose query borrows the words (BM25, RM3) or the vectors (dense, Rocchio) of the first pass's top papers, for
     # questions worded unlike the abstracts (issue 29 item 3; measured in eval/README.md).
@@ -349,6 +355,7 @@ ENV_VARS: dict[str, str] = {
     "candidates": "RAG_CANDIDATES",
     "rrf_k": "RAG_RRF_K",
     "bm25_weight": "RAG_BM25_WEIGHT",
+    "mpnet_weight": "RAG_MPNET_WEIGHT",
     "retrieval": "RAG_RETRIEVAL",
     "prf_docs": "RAG_PRF_DOCS",
     "prf_terms": "RAG_PRF_TERMS",

@@ -28,6 +28,8 @@ from rag.store import lock, snapshot
 from rag.store.catalog import enrich
 from rag.store.embeddings import Embedder, make_embedder
 from rag.store.index import IngestStats, PaperIndex, StoredPaper, open_client
+from rag.store import mpnet
+from rag.store.mpnet_vectors import PaperVectors
 from rag.store.ingest import read_paths
 from rag.generation import rewrite as rewriting
 from rag.query import zh
@@ -340,10 +342,21 @@ class Engine:
             if self._retriever is None:
                 self._generation = self._store_generation(index)  # read first: a change meanwhile shows later
                 self._checked = time.monotonic()
-                self._retriever = HybridRetriever(index, snapshot=not self.serving)
+                self._retriever = HybridRetriever(index, snapshot=not self.serving, mpnet=self._mpnet())
             retriever = self._retriever
         self._check_store(index)
         return retriever
+
+    def _mpnet(self) -> PaperVectors | None:
+        """The whole-paper all-mpnet-base-v2 vectors of the third ranking, unless `mpnet_weight` is 0 (and the
+        ranking is not asked for alone). Checked here, so missing model files fail now with their fix, not at the
+        first question."""
+        settings = self.settings
+        if settings.mpnet_weight <= 0 and settings.retrieval != "mpnet":
+            return None
+        mpnet.check()
+        return PaperVectors(settings.data_dir / "corpus" / f"{settings.collection}.mpnet.npz", mpnet.load,
+                            mpnet.IDENTITY)
 
     def _check_store(self, index: PaperIndex) -> None:
         """On a Chroma server another process (a second `rag serve`, a `rag ingest`) may add papers at any time:

@@ -2,6 +2,7 @@
 
     python rag/data/build_vectors.py [--dtype int8|float16|float32] [--out PATH]
     python rag/data/build_vectors.py --update    # embed only the texts the file lacks (see `update`)
+    python rag/data/build_vectors.py --mpnet [--update]   # rag/data/iclr2025_mpnet.npz (see `build_mpnet`)
 
 Run after any change to the bundled data files, the embedder or the chunk settings (a test fails until it is):
 it reads the bundled files (and the seed files of a clone, which `make run` ingests first) as `rag ingest` does,
@@ -104,6 +105,27 @@ def update(out: Path) -> dict[str, float]:
             "seconds": time.perf_counter() - started}
 
 
+def build_mpnet(out: Path, keep: bool) -> dict[str, float]:
+    """The whole-paper all-mpnet-base-v2 vectors of the bundled papers (and the seeds' own versions), as
+    `rag.store.mpnet_vectors` looks them up: one per paper, keyed by a hash of exactly the text embedded. `keep`:
+    entries the file already holds for a text still asked for are kept, only the rest embedded (a whole build is
+    ~25 min on 2 cores)."""
+    from rag.store import mpnet
+    from rag.store.mpnet_vectors import PaperVectors, key, paper_text, read_file, write_file
+
+    started = time.perf_counter()
+    papers = _papers()
+    with tempfile.TemporaryDirectory() as tmp:
+        vectors = PaperVectors(None, mpnet.load, mpnet.IDENTITY, shipped=out if keep else Path(tmp) / "none.npz")
+        matrix = vectors.papers(papers)
+    entries = {key(paper_text(p.title, p.abstract)): row for p, row in zip(papers, matrix)}
+    dropped = len(set(read_file(out, mpnet.IDENTITY)) - set(entries)) if keep else 0
+    write_file(out, mpnet.IDENTITY, entries, {"papers": len(papers)})
+    out.chmod(0o644)
+    return {"papers": len(papers), "texts": len(entries), "rows": len(entries), "embedded": vectors.embedded,
+            "dropped": dropped, "seconds": time.perf_counter() - started}
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(HERE.parent.parent))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -111,9 +133,18 @@ if __name__ == "__main__":
     parser.add_argument("--out", type=Path, default=HERE / "iclr2025_vectors.npz")
     parser.add_argument("--update", action="store_true",
                         help="Embed only the texts the file lacks, keep the rest as stored (its own dtype).")
+    parser.add_argument("--mpnet", action="store_true",
+                        help="Build the whole-paper all-mpnet-base-v2 vectors (default --out "
+                             "rag/data/iclr2025_mpnet.npz), keeping the file's entries with --update.")
     args = parser.parse_args()
-    figures = update(args.out) if args.update else build(args.out, args.dtype)
+    if args.mpnet:
+        if args.out == HERE / "iclr2025_vectors.npz":
+            args.out = HERE / "iclr2025_mpnet.npz"
+        figures = build_mpnet(args.out, keep=args.update)
+    else:
+        figures = update(args.out) if args.update else build(args.out, args.dtype)
     digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
-    changed = f"{figures['embedded']:,} texts embedded, {figures['dropped']:,} dropped, " if args.update else ""
+    changed = f"{figures['embedded']:,} texts embedded, {figures['dropped']:,} dropped, " \
+        if "embedded" in figures else ""
     print(f"{args.out}: {figures['papers']:,} papers, {figures['texts']:,} texts, {figures['rows']:,} vectors, "
           f"{changed}{args.out.stat().st_size / 1e6:.2f} MB, sha256 {digest}, built in {figures['seconds']:.0f} s")

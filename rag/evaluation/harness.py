@@ -36,8 +36,12 @@ from rag.engine import Engine
 K = 10  # papers retrieved per question, so that recall@10 and nDCG@10 can be measured
 CONFIGS: dict[str, dict[str, Any]] = {  # name -> settings overrides; "hybrid" is what the app runs
     "bm25": {"retrieval": "bm25"},
-    "dense": {"retrieval": "dense"},
-    "hybrid-rrf60": {"retrieval": "hybrid", "rrf_k": 60, "bm25_weight": 1.0},  # textbook RRF, before tuning
+    "dense": {"retrieval": "dense"},  # MiniLM's chunk vectors alone
+    "mpnet": {"retrieval": "mpnet"},  # the whole-paper all-mpnet-base-v2 vectors alone
+    # Textbook RRF (k=60, equal weights), before tuning: of BM25 and MiniLM, and of all three rankings.
+    "hybrid-rrf60": {"retrieval": "hybrid", "rrf_k": 60, "bm25_weight": 1.0, "mpnet_weight": 0.0},
+    "hybrid-rrf60-mpnet": {"retrieval": "hybrid", "rrf_k": 60, "bm25_weight": 1.0, "mpnet_weight": 1.0},
+    "hybrid-minilm": {"retrieval": "hybrid", "mpnet_weight": 0.0},  # the app's fusion without the mpnet ranking
     "hybrid": {"retrieval": "hybrid"},  # the engine's own fusion settings (tuned on seeds_dev, eval/README.md)
     # Pseudo-relevance feedback from the top 5 papers of the first pass (issue 29 item 3; off in the app: tried on
     # describe_dev and the other dev sets, eval/README.md): RM3, 10 terms, the question keeping half the weight;

@@ -1,8 +1,10 @@
 """Retrieve: a question -> the top-k papers, each with a fused score, its signals and a best-matching snippet.
 
-Two retrievers over the same store, fused per paper with weighted reciprocal rank fusion (RRF):
+Three rankings over the same store, fused per paper with weighted reciprocal rank fusion (RRF):
 - dense: the question's vector against the chunk vectors in Chroma; a paper scores its best chunk;
-- lexical: BM25 (bm25s, English stemming and stop words) over each paper's title + abstract.
+- lexical: BM25 (bm25s, English stemming and stop words) over each paper's title + abstract;
+- mpnet: the question's all-mpnet-base-v2 vector against one vector per paper (`rag.store.mpnet_vectors`), the
+  ranking that finds a paper from a description in other words (weight `mpnet_weight`, 0 turns it off).
 The fusion constant (5, not the textbook 60) and BM25's weight (1.5 against dense's 1) were tuned on the seed dev
 questions over the 2,114-paper corpus and confirmed on other questions (eval/README.md): on this corpus BM25 is
 the stronger signal and the top of each list matters most.
@@ -59,6 +61,7 @@ import rag
 from rag.config import DEFAULT_POLICY, AnswerPolicy, Settings
 from rag.store import snapshot
 from rag.store.index import PaperIndex, Sentences, StoredPaper
+from rag.store.mpnet_vectors import PaperVectors
 from rag.store.snapshot import Dense
 from rag.text import is_boilerplate, plain, split_sentences, tokenize, visible
 from rag.search.topical import coverage, topic_groups
@@ -121,6 +124,7 @@ class _Corpus:
     stem_df: Counter = field(default_factory=Counter)  # the same for BM25's stemmed terms
     terms: list[frozenset[str]] = field(default_factory=list)  # each paper's stemmed terms (rag.search.topical)
     dense: Dense | None = None  # the chunk and sentence vectors of a store at rest (`rag.store.snapshot`)
+    mpnet: np.ndarray | None = None  # one all-mpnet-base-v2 vector per paper, rows as `papers` (None: not used)
 
 
 @dataclass(frozen=True)
@@ -135,10 +139,11 @@ class RetrievalParams:
     """Everything one retrieval call depends on besides the question, passed whole (`from_settings`)."""
 
     k: int = 5  # papers returned
-    mode: str = "hybrid"  # "hybrid", or "dense" / "bm25" alone (the other retriever is not run)
+    mode: str = "hybrid"  # "hybrid", or "dense" / "bm25" / "mpnet" alone (the others are not run)
     candidates: int = 50  # papers each retriever proposes before fusion
     rrf_k: int = 5  # reciprocal-rank-fusion constant
     bm25_weight: float = 1.5  # BM25's vote against dense's 1
+    mpnet_weight: float = 1.0  # the whole-paper mpnet ranking's vote (0: not run)
     decisions: tuple[str, ...] = ()  # only papers with one of these decisions (none: all)
     author: str | None = None  # only papers with an author whose name contains this (case-insensitive)
     paper_ids: tuple[str, ...] = ()  # only these papers (a follow-up about the papers of the previous answer)
@@ -160,6 +165,7 @@ class RetrievalParams:
     def from_settings(cls, settings: Settings, **overrides) -> "RetrievalParams":
         return cls(**{"k": settings.k, "mode": settings.retrieval, "candidates": settings.candidates,
                       "rrf_k": settings.rrf_k, "bm25_weight": settings.bm25_weight,
+                      "mpnet_weight": settings.mpnet_weight,
                       "policy": settings.policy, "prf_docs": settings.prf_docs, "prf_terms": settings.prf_terms,
                       "prf_query_weight": settings.prf_query_weight, "rocchio_weight": settings.rocchio_weight,
                       **overrides})
@@ -173,6 +179,7 @@ class Query:
     vector: np.ndarray
     terms: list[str]
     weights: dict[str, float] | None = None  # BM25 term weights of an expanded query (None: each of `terms` once)
+    mpnet: np.ndarray | None = None  # its all-mpnet-base-v2 vector, when that ranking runs
 
 
 #: A reranker reorders (or drops) fused hits, best first; it sees the RERANK_DEPTH best of them.
@@ -199,11 +206,14 @@ class HybridRetriever:
     (sentences, snippets, the abstention signal); with pseudo-relevance feedback set, `feedback` re-runs the
     candidates of the retrievers it expands between fuse and a second fuse."""
 
-    def __init__(self, index: PaperIndex, reranker: Reranker | None = None, snapshot: bool = True) -> None:
+    def __init__(self, index: PaperIndex, reranker: Reranker | None = None, snapshot: bool = True,
+                 mpnet: PaperVectors | None = None) -> None:
         """`snapshot`: read the chunk and sentence vectors into the corpus cache when the store is at rest (2-3 s
         more on the whole bundled list, once per change of the store). `rag serve` says False: it has Chroma open
-        anyway, and would otherwise print "Indexed" that much later; a cached snapshot is used all the same."""
+        anyway, and would otherwise print "Indexed" that much later; a cached snapshot is used all the same.
+        `mpnet`: the whole-paper vectors of the third ranking (None: dense and BM25 only)."""
         self.index = index
+        self.mpnet = mpnet
         self.reranker = reranker
         self.snapshot = snapshot
         self.refresh()
@@ -253,6 +263,7 @@ class HybridRetriever:
         else:
             at_rest = True
         return ((CORPUS_FORMAT, mark.generation, mark.count, index.chunking, rag.__version__, bm25s.__version__,
+                 self.mpnet.identity if self.mpnet else None,
                  tuple(f.name for f in fields(StoredPaper)), tuple(f.name for f in fields(_Corpus))), mark, at_rest)
 
     def _cache_path(self) -> Path:
@@ -268,7 +279,8 @@ class HybridRetriever:
         return _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
                              np.array([p.decision for p in papers], dtype=object), bm25, df,
                        Counter(t for doc in tokens for t in set(doc)), [frozenset(doc) for doc in tokens],
-                       snapshot.dense_from(self.index, papers) if dense else None)
+                       snapshot.dense_from(self.index, papers) if dense else None,
+                       self.mpnet.papers(papers) if self.mpnet is not None and papers else None)
 
     def retrieve(self, question: str, params: RetrievalParams = RetrievalParams(),
                  vector: np.ndarray | None = None, rewrite: str = "") -> Retrieval:
@@ -278,8 +290,11 @@ class HybridRetriever:
         (`params.rewrite_fusion`); the question's own rankings always take part, so a rewrite that misses cannot
         push out the papers the question finds by itself, and every signal of the hits stays the question's own."""
         vector = self.index.embedder.embed([question])[0] if vector is None else vector
-        query = Query(question, vector, tokenize([question])[0])
         state = self.state  # one corpus for the whole call, even if a refresh happens meanwhile
+        wants_mpnet = params.mode == "mpnet" or (params.mode == "hybrid" and params.mpnet_weight > 0)
+        query = Query(question, vector, tokenize([question])[0],
+                      mpnet=self.mpnet.query(question) if wants_mpnet and state.mpnet is not None and self.mpnet
+                      else None)
         retrieval = Retrieval(question, [], query.vector, set(query.terms),
                               term_df={t: state.stem_df[t] for t in query.terms}, corpus_size=len(state.papers))
         if not state.papers:
@@ -306,7 +321,8 @@ class HybridRetriever:
               extra: dict[str, dict[str, float]] | None = None, scale: float = 1.0) -> list[tuple[str, float]]:
         """RRF of the dense and BM25 rankings at their weights, with another search's (`extra`) at `scale` of
         theirs beside them when given (the LLM's rewrite: `_with_rewrite`)."""
-        weights = (("dense", 1.0), ("bm25", params.bm25_weight))
+        weights = (("dense", 1.0), ("mpnet", 1.0 if params.mode == "mpnet" else params.mpnet_weight),
+                   ("bm25", params.bm25_weight))
         return fuse([(weight, rankings[name]) for name, weight in weights if name in rankings]
                     + [(weight * scale, (extra or {})[name]) for name, weight in weights if name in (extra or {})],
                     params.rrf_k)
@@ -354,11 +370,12 @@ class HybridRetriever:
         return self.candidates(expanded, replace(params, mode=sides[0] if len(sides) == 1 else "hybrid"), state)
 
     def candidates(self, query: Query, params: RetrievalParams, state: "_Corpus") -> dict[str, dict[str, float]]:
-        """Each retriever's ranking within the filters: {"dense" | "bm25": {paper id: score}, best first}.
-        Dense scores a paper by its best chunk's cosine; BM25 scores title + abstract."""
+        """Each retriever's ranking within the filters: {"dense" | "mpnet" | "bm25": {paper id: score}, best first}.
+        Dense scores a paper by its best chunk's cosine, mpnet by its one whole-paper vector's (when the query
+        has an mpnet vector); BM25 scores title + abstract."""
         allowed = self._allowed(params, state)  # boolean mask over state.papers, when filtered
         rankings: dict[str, dict[str, float]] = {}
-        if params.mode != "bm25":
+        if params.mode in ("hybrid", "dense"):
             paper_ids = None
             if (params.author or params.paper_ids) and allowed is not None:  # few papers: Chroma searches theirs
                 paper_ids = [state.papers[i].paper_id for i in np.flatnonzero(allowed)][:_MAX_ID_FILTER]
@@ -374,7 +391,13 @@ class HybridRetriever:
                     if allowed is None or allowed[state.position[pid]]:
                         dense[pid] = sim
             rankings["dense"] = dense
-        if params.mode != "dense":
+        if query.mpnet is not None and state.mpnet is not None and params.mode in ("hybrid", "mpnet"):
+            sims = state.mpnet @ query.mpnet
+            if allowed is not None:
+                sims = np.where(allowed, sims, -np.inf)
+            top = np.argsort(-sims, kind="stable")[: params.candidates]
+            rankings["mpnet"] = {state.papers[i].paper_id: float(sims[i]) for i in top if np.isfinite(sims[i])}
+        if params.mode in ("hybrid", "bm25"):
             lexical: dict[str, float] = {}
             if query.terms and state.bm25 is not None:
                 mask = None if allowed is None else allowed.astype(np.float32)

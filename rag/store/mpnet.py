@@ -57,6 +57,8 @@ STAMP = ".verified.json"
 FIX = "run `make install` (or `python tools/mpnet_model.py` in the project's venv) to fetch and check it"
 
 MAX_TOKENS = 384  # sentence_bert_config.json's max_seq_length, <s> and </s> included
+#: What vectors made by this model are filed under (rag.store.mpnet_vectors), known without loading it.
+IDENTITY = f"mpnet:{MODEL_NAME}@{SHA256['model.safetensors'][:12]}:{MAX_TOKENS}"
 DIM = 768
 PAD_ID = 1  # <pad>; also MPNet's padding_idx, from which position ids count
 # Padded tokens per forward pass, and texts per pass. Attention's scores are [texts, 12, width, width] float32: at
@@ -230,7 +232,7 @@ class MPNetEmbedding:
 
     @property
     def identity(self) -> str:
-        return f"mpnet:{MODEL_NAME}@{SHA256['model.safetensors'][:12]}:{MAX_TOKENS}"
+        return IDENTITY
 
     def count_tokens(self, text: str) -> int:
         """Tokens the model reads of `text`: <s> and </s> included, at most `max_length` (as MiniLMEmbedding's)."""
@@ -326,3 +328,9 @@ def load(model_dir: Path | None = None, threads: int = 0) -> MPNetEmbedding:
         if key not in _instances:
             _instances[key] = MPNetEmbedding(key[0], threads)
         return _instances[key]
+
+
+def check(model_dir: Path | None = None) -> None:
+    """Raise EmbeddingError (with the fix) now if the model files are missing or not the pinned ones, without
+    loading the weights: an engine checks at start, not at its first question."""
+    verify_files(Path(model_dir) if model_dir is not None else MODEL_DIR)
