@@ -295,6 +295,7 @@ class Engine:
         self._embedder: Embedder | None = None
         self._index: PaperIndex | None = None
         self._retriever: HybridRetriever | None = None
+        self._paper_vectors: PaperVectors | None | bool = False  # False: not made yet (`_mpnet`)
         self._llm: ChatClient | None = None
         self.templates: dict[str, str] = {}
         self._generation: str | None = None  # the store's change mark the retriever's papers were loaded at
@@ -352,11 +353,18 @@ class Engine:
         ranking is not asked for alone). Checked here, so missing model files fail now with their fix, not at the
         first question."""
         settings = self.settings
-        if settings.mpnet_weight <= 0 and settings.retrieval != "mpnet":
-            return None
-        mpnet.check()
-        return PaperVectors(settings.data_dir / "corpus" / f"{settings.collection}.mpnet.npz", mpnet.load,
-                            mpnet.IDENTITY)
+        if self._paper_vectors is False:
+            if settings.mpnet_weight <= 0 and settings.retrieval != "mpnet":
+                self._paper_vectors = None
+            else:
+                mpnet.check()
+                # One BLAS thread: a question's one short text gains little from two, and on a shared 2-core
+                # machine two threads waiting on each other took 0.1-3 s a question against 0.05-0.11 s for one
+                # (same run, another process busy; eval/README.md, "A second embedder").
+                self._paper_vectors = PaperVectors(
+                    settings.data_dir / "corpus" / f"{settings.collection}.mpnet.npz",
+                    lambda: mpnet.load(threads=1), mpnet.IDENTITY)
+        return self._paper_vectors if isinstance(self._paper_vectors, PaperVectors) else None
 
     def _check_store(self, index: PaperIndex) -> None:
         """On a Chroma server another process (a second `rag serve`, a `rag ingest`) may add papers at any time:
@@ -423,6 +431,10 @@ class Engine:
             index = self.index  # opened first: a store another process serves is refused with that message
             with lock.writing(self.settings):  # ... and one another process is writing to, with this one
                 stats = index.upsert(read.papers, files=read.files, progress=step)
+                if (stats.added or stats.updated) and (vectors := self._mpnet()) is not None:
+                    # The papers no shipped file holds get their mpnet vector now, as part of the ingest (about
+                    # 0.5 s a paper), not at the first question after it: the corpus then reads the cache.
+                    vectors.papers(read.papers, prune=False)
                 stats.problems = [str(p) for p in read.problems]
                 stats.skipped = sum(1 for p in read.problems if p.line is not None)
                 stats.enriched = enriched

@@ -17,6 +17,7 @@ instance: the weights are read once per process however many engines are built.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -297,6 +298,13 @@ class MPNetEmbedding:
             return out
         encodings = self._tokenizer.encode_batch(list(texts))
         lengths = [len(e.ids) for e in encodings]
+        with _limiting if self._controller else contextlib.nullcontext():
+            return self._embed(encodings, lengths, out)
+
+    def _embed(self, encodings: list[Any], lengths: list[int], out: np.ndarray) -> np.ndarray:
+        # The BLAS thread limit is process-wide: calls that set and restore it at once (two questions of a
+        # server) hold `_limiting`, so one cannot restore the other's limit as the original. They would compete
+        # for the same cores anyway.
         limit = self._controller.limit(limits=self._threads, user_api="blas") if self._controller else None
         try:
             for idx in _batches(lengths, BATCH_TEXTS, BATCH_TOKENS):
@@ -317,6 +325,7 @@ class MPNetEmbedding:
 
 _instances: dict[tuple[Path, int], MPNetEmbedding] = {}
 _lock = threading.Lock()
+_limiting = threading.Lock()  # held by an `embed` that limits the BLAS threads
 
 
 def load(model_dir: Path | None = None, threads: int = 0) -> MPNetEmbedding:

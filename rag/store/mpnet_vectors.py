@@ -103,8 +103,10 @@ class PaperVectors:
     def query(self, text: str) -> np.ndarray:
         return self.model.embed([text])[0]
 
-    def papers(self, papers: list[Any], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
-        """One unit row per paper (objects with `title` and `abstract`), in order."""
+    def papers(self, papers: list[Any], progress: Callable[[int, int], None] | None = None, prune: bool = True
+               ) -> np.ndarray:
+        """One unit row per paper (objects with `title` and `abstract`), in order. `prune`: `papers` are all the
+        store holds (the corpus), so the cache keeps theirs only; False (an ingest's new papers) adds to it."""
         texts = [paper_text(p.title, p.abstract) for p in papers]
         keys = [key(t) for t in texts]
         with self._lock:
@@ -124,7 +126,7 @@ class PaperVectors:
                 self.embedded += len(fresh)
                 cached.update(fresh)
                 if self.cache:
-                    keep = {k: cached[k] for k in dict.fromkeys(keys) if k in cached}  # this store's papers only
+                    keep = {k: cached[k] for k in dict.fromkeys(keys) if k in cached} if prune else cached
                     try:
                         write_file(self.cache, self.identity, keep)
                     except OSError:  # a data dir that cannot be written only loses the cache

@@ -83,7 +83,7 @@ def test_an_llm_answer_to_an_unsure_question_names_the_other_closest_papers(corp
         answer = engine.ask(UNSURE_SEVERAL)
     assert answer.mode == "llm" and answer.outcome == "answered"
     _, closest = unsure_text(answer.sources)
-    assert len(closest) == 3
+    assert len(closest) >= 2  # the top paper and at least one other close to it
     model_text, rest = answer.answer.split(QUOTED)
     quoted, also = rest.split(ALSO_CLOSE)
     assert re.findall(r"\[(\d+)\]", model_text) == ["1"]  # the stand-in cites the top paper alone

@@ -109,3 +109,28 @@ def test_with_the_weight_at_zero_the_model_is_never_needed(tmp_path, monkeypatch
     engine.ingest([ROOT / "seeds"])
     answer = engine.ask("Which paper studies multi-agent reinforcement learning?")
     assert answer.sources
+
+
+def test_an_ingest_embeds_its_new_papers_so_the_first_question_after_it_does_not(tmp_path):
+    """A user's own papers (no shipped vector) are embedded by the ingest, into the data dir's cache; the corpus the
+    first question builds reads them from there, and a new process embeds nothing either."""
+    from rag.config import Settings
+    from rag.engine import Engine
+
+    papers = tmp_path / "mine.jsonl"
+    papers.write_text("\n".join(json.dumps(p) for p in [
+        {"id": "bees-1", "title": "Counting pollinators with cameras",
+         "abstract": "We count bees visiting flowers in a meadow from video, with a detector trained on 4,000 frames."},
+        {"id": "tide-1", "title": "Placing tidal turbines",
+         "abstract": "We choose where to put turbines in a tidal channel to maximise the energy they harvest."},
+    ]) + "\n")
+    settings = Settings.load(data_dir=tmp_path / "index")
+    with Engine(settings) as engine:
+        engine.ingest([papers])
+        assert engine.retriever.mpnet.embedded == 2
+        hits = engine.derive(retrieval="mpnet").search("video of insects on blossoms").sources
+        assert hits[0].paper_id == "bees-1"
+        assert engine.retriever.mpnet.embedded == 2  # the corpus read them from the cache
+    with Engine(settings) as again:
+        assert again.search("harvesting energy from sea currents").sources[0].paper_id == "tide-1"
+        assert again.retriever.mpnet.embedded == 0
