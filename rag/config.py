@@ -171,7 +171,8 @@ class Settings(BaseModel):
                                                                 "(dense = 1; tuned like rrf_k).")
     # The whole-paper all-mpnet-base-v2 ranking (rag/store/mpnet_vectors.py) beside MiniLM's and BM25's: at 1 (rrf_k
     # 5, BM25 1.5) the dev sets' hit@1 / hit@5 rose from 0.847 / 0.958 to 0.879 / 0.979 (190 questions; describe_dev
-    # 0.733 / 0.933 -> 0.800 / 0.983); 0.5 gave 0.874 / 0.974 (eval/README.md, "A second embedder").
+    # 0.733 / 0.933 -> 0.800 / 0.983); at 0.5 0.863 / 0.968, and MiniLM's at 0.5 beside it 0.874 / 0.974
+    # (`eval/mpnet_rank_probe.py`; eval/README.md, "A second embedder").
     mpnet_weight: float = Field(1.0, ge=0.0, le=10.0, description="Weight of the whole-paper all-mpnet-base-v2 ranking "
                                 "in the fusion (dense = 1; 0 turns it off and never loads the model).")
     retrieval: Literal["hybrid", "dense", "bm25", "mpnet"] = Field(
