@@ -12,6 +12,7 @@ and render what this yields.
 from __future__ import annotations
 
 import html
+import logging
 import re
 import threading
 import time
@@ -30,6 +31,8 @@ from rag.store.embeddings import Embedder, make_embedder
 from rag.store.index import IngestStats, PaperIndex, StoredPaper, open_client
 from rag.store import mpnet
 from rag.store.mpnet_vectors import PaperVectors
+
+log = logging.getLogger("rag")
 from rag.store.ingest import read_paths
 from rag.generation import rewrite as rewriting
 from rag.query import zh
@@ -350,14 +353,23 @@ class Engine:
 
     def _mpnet(self) -> PaperVectors | None:
         """The whole-paper all-mpnet-base-v2 vectors of the third ranking, unless `mpnet_weight` is 0 (and the
-        ranking is not asked for alone). Checked here, so missing model files fail now with their fix, not at the
-        first question."""
+        ranking is not asked for alone). The model files are checked here, once: without them (a wheel installed
+        by pip, which does not carry the 438 MB of weights; a checkout before `make install`) hybrid search goes
+        on with MiniLM and BM25 and says so once on stderr with the fix; `--retrieval mpnet` alone fails."""
         settings = self.settings
         if self._paper_vectors is False:
             if settings.mpnet_weight <= 0 and settings.retrieval != "mpnet":
                 self._paper_vectors = None
-            else:
+                return None
+            try:
                 mpnet.check()
+            except RagError as exc:
+                if settings.retrieval == "mpnet":
+                    raise
+                log.warning("%s Until then, papers are ranked by MiniLM and BM25 only (RAG_MPNET_WEIGHT=0 says so "
+                            "on purpose and silences this).", exc)
+                self._paper_vectors = None
+            else:
                 # One BLAS thread: a question's one short text gains little from two, and on a shared 2-core
                 # machine two threads waiting on each other took 0.1-3 s a question against 0.05-0.11 s for one
                 # (same run, another process busy; eval/README.md, "A second embedder").

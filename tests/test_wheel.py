@@ -76,6 +76,9 @@ def test_the_installed_wheel_answers_in_llm_mode_from_outside_the_checkout(venv,
         result = subprocess.run([venv / "bin" / "rag", "ask", SAE], capture_output=True, text=True, cwd=outside,
                                 env={**env, "OPENAI_BASE_URL": server.base_url}, timeout=300)
         assert result.returncode == 0, result.stderr
+        # The wheel carries no mpnet weights (438 MB, fetched by `make install`): search goes on without that
+        # ranking and says so, with the fix.
+        assert "all-mpnet-base-v2 file missing" in result.stderr and "MiniLM and BM25 only" in result.stderr
         assert "(fake-chat via LLM" in result.stdout and "Switch Sparse Autoencoders" in result.stdout
         assert "[1]" in result.stdout and "fallback" not in result.stdout.lower()
         prompt = server.last_messages()

@@ -134,3 +134,24 @@ def test_an_ingest_embeds_its_new_papers_so_the_first_question_after_it_does_not
     with Engine(settings) as again:
         assert again.search("harvesting energy from sea currents").sources[0].paper_id == "tide-1"
         assert again.retriever.mpnet.embedded == 0
+
+
+def test_without_the_model_files_search_goes_on_with_two_rankings_and_says_so(tmp_path, monkeypatch, caplog):
+    """A pip-installed wheel has no weights: the engine answers with MiniLM and BM25 and warns once with the fix;
+    asked for the mpnet ranking alone, it fails with that message instead."""
+    from rag.config import Settings
+    from rag.engine import Engine
+    from rag.store.embeddings import EmbeddingError
+
+    def missing(*_a, **_k):
+        raise EmbeddingError("all-mpnet-base-v2 file missing: model.safetensors. Run `make install`.")
+
+    monkeypatch.setattr(mpnet, "check", missing)
+    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine.ingest([ROOT / "seeds"])
+    with caplog.at_level("WARNING", logger="rag"):
+        answer = engine.ask("Which paper studies multi-agent reinforcement learning?")
+    assert answer.sources and engine.retriever.mpnet is None
+    assert [r.getMessage() for r in caplog.records if "MiniLM and BM25 only" in r.getMessage()]
+    with pytest.raises(EmbeddingError, match="make install"):
+        Engine(Settings.load(data_dir=tmp_path / "index", retrieval="mpnet")).search("bees")
