@@ -31,8 +31,6 @@ from rag.store.embeddings import Embedder, make_embedder
 from rag.store.index import IngestStats, PaperIndex, StoredPaper, open_client
 from rag.store import mpnet
 from rag.store.mpnet_vectors import PaperVectors
-
-log = logging.getLogger("rag")
 from rag.store.ingest import read_paths
 from rag.generation import rewrite as rewriting
 from rag.query import zh
@@ -47,6 +45,8 @@ from rag.answering.collection import answer_topics, related_answer
 from rag.answering.compose import compose
 from rag.answering.extractive import MAX_LISTED, passes_bar, should_abstain
 from rag.answering.records import Answer, Delta, Restart, Source, sources_from
+
+log = logging.getLogger("rag")
 
 # The input caps (rag/config.py `Limits`, with what chose each):
 MAX_QUESTION_CHARS = LIMITS.question_chars
