@@ -78,6 +78,26 @@ def _embed_each_input_once() -> None:
 
     MiniLMEmbedding.embed, MiniLMEmbedding.embed_spans = remembered, remembered_spans
 
+    # The same for all-mpnet-base-v2 (rag.store.mpnet, numpy: deterministic too, and a batch gives each text the
+    # vector it gets alone: tests/store/test_mpnet.py, which sets `remember` False to test the model itself). Most
+    # tests ask the same few questions over the seeds; each costs a 50-100 ms pass otherwise.
+    from rag.store.mpnet import MPNetEmbedding
+
+    mpnet_embed = MPNetEmbedding.embed
+    MPNetEmbedding.remember = True
+    mpnet_seen: dict[str, Any] = {}
+
+    def mpnet_remembered(self, texts):
+        if not self.remember or not texts:
+            return mpnet_embed(self, texts)
+        missing = list(dict.fromkeys(text for text in texts if text not in mpnet_seen))
+        if missing:
+            for text, vector in zip(missing, mpnet_embed(self, missing)):
+                mpnet_seen[text] = vector
+        return np.stack([mpnet_seen[text] for text in texts])
+
+    MPNetEmbedding.embed = mpnet_remembered
+
 
 _embed_each_input_once()
 

@@ -16,6 +16,12 @@ from rag.store.embeddings import EmbeddingError
 from rag.store.mpnet import MODEL_DIR, RUNTIME_FILES, MPNetEmbedding, load
 
 
+@pytest.fixture(autouse=True)
+def _compute_every_time(monkeypatch):
+    """The model itself is under test here: no vector remembered from another test (tests/conftest.py)."""
+    monkeypatch.setattr(MPNetEmbedding, "remember", False)
+
+
 @pytest.fixture(scope="module")
 def model() -> MPNetEmbedding:
     return load()
