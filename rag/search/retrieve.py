@@ -324,7 +324,7 @@ class HybridRetriever:
     @staticmethod
     def _fuse(rankings: dict[str, dict[str, float]], params: RetrievalParams,
               extra: dict[str, dict[str, float]] | None = None, scale: float = 1.0) -> list[tuple[str, float]]:
-        """RRF of the dense and BM25 rankings at their weights, with another search's (`extra`) at `scale` of
+        """RRF of the dense, mpnet and BM25 rankings at their weights, with another search's (`extra`) at `scale` of
         theirs beside them when given (the LLM's rewrite: `_with_rewrite`)."""
         weights = (("dense", 1.0), ("mpnet", 1.0 if params.mode == "mpnet" else params.mpnet_weight),
                    ("bm25", params.bm25_weight))
