@@ -19,6 +19,7 @@ They live beside the store rather than in a Chroma collection, like the BM25 ind
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+
+from rag.store.prebuilt import dequantize, quantize
 
 SHIPPED = Path(__file__).resolve().parents[1] / "data" / "iclr2025_mpnet.npz"
 FORMAT = "mpnet-v1"
@@ -44,20 +47,18 @@ def key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogateescape")).digest()[:16]
 
 
-def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """int8 rows and their scales (vector ~= q * scale): a quarter of float32, cosine error about 1e-4."""
-    scale = np.abs(vectors).max(axis=1) / 127.0
-    scale[scale == 0] = 1.0
-    return np.round(vectors / scale[:, None]).astype(np.int8), scale.astype(np.float32)
-
-
-def dequantize(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    vectors = q.astype(np.float32) * scale[:, None]
-    return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
-
-
 def read_file(path: Path, identity: str) -> dict[bytes, np.ndarray]:
     """key -> vector from a shipped or cached file made with this model; {} if absent, unreadable or another's."""
+    try:
+        return dict(_read(path, identity, path.stat().st_mtime_ns))
+    except OSError:
+        return {}
+
+
+@functools.lru_cache(maxsize=4)
+def _read(path: Path, identity: str, _mtime: int) -> dict[bytes, np.ndarray]:
+    """The file's entries, read once per version of it (its mtime): without this the shipped file was read and
+    dequantized again at every corpus refresh (every 15 s of `rag serve`'s background indexing)."""
     try:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))

@@ -51,9 +51,7 @@ class Shipped:
             keys, offsets = data["keys"], data["offsets"]
             q, scale = data["q"], data["scale"]
             self.papers = [tuple(p) for p in json.loads(str(data["papers"]))]
-        vectors = q.astype(np.float32) * scale[:, None]
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        self.vectors = vectors / np.clip(norms, 1e-12, None)  # NaN rows (NaN scale) stay NaN
+        self.vectors = dequantize(q, scale)  # NaN rows (NaN scale) stay NaN
         self.rows = {bytes(k): (int(a), int(b)) for k, a, b in zip(keys, offsets[:-1], offsets[1:])}
 
     def lookup(self, text: str, n_spans: int, spans: Iterable[tuple[int, int]] = ()) -> np.ndarray | None:
@@ -175,6 +173,12 @@ def quantize(vectors: np.ndarray, dtype: str = "int8") -> tuple[np.ndarray, np.n
         scale, q = np.ones(len(vectors), np.float32), clean.astype(dtype)
     scale = np.where(nan, np.nan, scale).astype(np.float32)
     return q, scale
+
+
+def dequantize(q: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Unit rows from `quantize`'s (q, scale)."""
+    vectors = q.astype(np.float32) * scale[:, None]
+    return vectors / np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
 
 
 def write(path: Path, entries: dict[bytes, np.ndarray], meta: dict[str, Any], papers: list[tuple[str, str]],
