@@ -87,7 +87,6 @@ class Hit:
     snippet: str = ""
     snippet_score: float = 0.0  # the snippet's score (cosine + term bonus): the relevance bar of list answers
     topical: float = 1.0  # share of the question's topic (IDF-weighted, rag.search.topical) in its title + abstract
-    mpnet: float | None = None  # cosine of the question's mpnet vector to the paper's, when that model ran
 
 
 @dataclass
@@ -104,7 +103,6 @@ class Retrieval:
     k: int = 5  # papers asked for: fewer hits means every paper the filters allow was ranked
     term_df: dict[str, int] = field(default_factory=dict)  # in how many papers each of `terms` occurs (abstain)
     corpus_size: int = 0
-    mpnet_best: float | None = None  # the best mpnet cosine of any paper the filters allow (None: mpnet did not run)
     # The same question searched without filters, for a filtered list or count: its best paper sets their bar.
     reference: "Retrieval | None" = None
 
@@ -297,13 +295,11 @@ class HybridRetriever:
         # out: its words already find the paper, and a description-trained vote for look-alikes only pushed it
         # down (no change on the dev sets' 190 questions; +2 of 203 on the sets that name methods; eval/README.md,
         # "A second embedder").
-        # The question's mpnet vector is computed whenever the ranking is on, named or not: the abstention gate
-        # reads its cosines (`Hit.mpnet`, `Retrieval.mpnet_best`) for every question alike.
-        runs_mpnet = (params.mode == "mpnet" or (params.mode == "hybrid" and params.mpnet_weight > 0)) and (
-            state.mpnet is not None and self.mpnet is not None)
-        mpnet_vector = self.mpnet.query(question) if runs_mpnet and self.mpnet is not None else None
-        votes = params.mode == "mpnet" or not self.names_rare(question, state, params.policy)
-        query = Query(question, vector, tokenize([question])[0], mpnet=mpnet_vector if votes else None)
+        wants_mpnet = params.mode == "mpnet" or (params.mode == "hybrid" and params.mpnet_weight > 0
+                                                 and not self.names_rare(question, state, params.policy))
+        query = Query(question, vector, tokenize([question])[0],
+                      mpnet=self.mpnet.query(question) if wants_mpnet and state.mpnet is not None and self.mpnet
+                      else None)
         retrieval = Retrieval(question, [], query.vector, set(query.terms),
                               term_df={t: state.stem_df[t] for t in query.terms}, corpus_size=len(state.papers))
         if not state.papers:
@@ -317,12 +313,6 @@ class HybridRetriever:
         # The signals are the question's own scores (first pass), whatever the feedback did to the ranking.
         hits = [Hit(state.papers[state.position[pid]], score, rankings.get("dense", {}).get(pid),
                     rankings.get("bm25", {}).get(pid)) for pid, score in fused]
-        if mpnet_vector is not None and state.mpnet is not None:
-            sims = state.mpnet @ mpnet_vector
-            for hit in hits:
-                hit.mpnet = float(sims[state.position[hit.paper.paper_id]])
-            allowed = self._allowed(params, state)
-            retrieval.mpnet_best = float(np.max(sims if allowed is None else np.where(allowed, sims, -1.0)))
         if self.reranker is not None:
             hits = self.reranker(query, hits[:max(params.k, RERANK_DEPTH)])
         retrieval.hits, retrieval.k = hits[:params.k], params.k
