@@ -121,27 +121,8 @@ def extra(retrieval) -> dict[str, float]:
     bm25 = [h.bm25 if h.bm25 is not None else -1.0 for h in hits]
     out["retrievers_agree"] = float(int(np.argmax(dense)) == int(np.argmax(bm25)))  # best cosine = best BM25 hit
     out["dense_rank_top"] = sum(1 for d in dense if d > dense[0]) / max(len(hits) - 1, 1)
-    out.update(mpnet_features(retrieval))
     return out
 
-
-MPNET = ("mpnet_top", "mpnet_best", "mpnet_margin", "mpnet_agree", "rankers_first")
-
-
-def mpnet_features(retrieval) -> dict[str, float]:
-    """Candidates from the third ranking's cosines (`Hit.mpnet`, `Retrieval.mpnet_best`): the top paper's, the best
-    of any paper's, the top paper's lead over the other hits, whether the top paper is mpnet's best hit, and the
-    share of the three rankings (dense, BM25, mpnet) whose best hit is the top paper. NaN without mpnet."""
-    hits = retrieval.hits[:abstain.FEATURE_HITS]
-    if not hits or hits[0].mpnet is None:
-        return dict.fromkeys(MPNET, math.nan)
-    mp = [h.mpnet if h.mpnet is not None else -1.0 for h in hits]
-    dense = [h.dense if h.dense is not None else -1.0 for h in hits]
-    bm25 = [h.bm25 if h.bm25 is not None else -1.0 for h in hits]
-    firsts = [int(np.argmax(v)) == 0 for v in (dense, bm25, mp)]
-    return {"mpnet_top": mp[0], "mpnet_best": retrieval.mpnet_best if retrieval.mpnet_best is not None else mp[0],
-            "mpnet_margin": mp[0] - max(mp[1:], default=0.0), "mpnet_agree": float(firsts[2]),
-            "rankers_first": sum(firsts) / 3}
 
 
 _MEMO: dict[int, dict[str, float]] = {}
@@ -347,11 +328,7 @@ def candidates(before: dict) -> list[Candidate]:
     both = [*old, "retrievers_agree", "detail_missing"]
     out += [Candidate(f"+retrievers_agree+detail_missing +dev x{w}", both, w) for w in (30, 100)]
     out += [Candidate(f"+all tried +dev x{w}", [*old, *tried], w) for w in (30, 100)]
-    out += [Candidate(f"+{name} +dev x30", [*old, name], 30) for name in MPNET]
-    out += [Candidate(f"+mpnet all +dev x{w}", [*old, *MPNET], w) for w in (3, 10, 30, 100)]
     out += [Candidate(f"+dev x{w:g}", old, w) for w in (1, 3)]
-    out += [Candidate("+mpnet_top+mpnet_best+rankers_first +dev x30", [*old, "mpnet_top", "mpnet_best",
-                                                                        "rankers_first"], 30)]
     out.append(Candidate("shipped", list(abstain.FEATURES), SHIPPED_DEV_WEIGHT))
     return out
 
