@@ -15,6 +15,13 @@ from "answers it"; what separates them is lexical evidence: a question term that
 the question's terms the top papers contain, and whether a question asking for a figure meets a number next to
 its words.
 
+Named and described questions are weighed apart (the `named*` copies of every feature) since the refit on the
+read description sets (eval/README.md, "The gate refit on the read description sets"). One set of weights fitted
+mostly on descriptions in other words sent named questions to unsure (types_dev answered 0.989 -> 0.966, "Which
+three sub-tasks does RMP-SAM perform in real time?" p 0.47), and answered figure questions about a named paper
+(corpus_figures answered 0.022 -> 0.244). Cross-validated over the 787 dev questions (eval/gate_cv.py), cost: the
+gate before 327.0, refit 307.0, with a `named_match` feature 282.5, with the named copies 272.2.
+
 Figure questions ("What learning rate was used in X?", "How many GPUs did X need?") are on topic by construction:
 they name a real paper, so every retrieval signal says "covered". What tells them apart is the asked quantity
 itself: `asked_quantity` takes the words right after "how many / what / which ..." ("learning rate", "GPU hours",
@@ -73,6 +80,11 @@ FEATURES = [
     "quantity_number",   # 1 if one of them stands within NEAR words of a number in the top paper's abstract
     "detail_missing",    # share of the question's details (DETAIL: names, numbers) the top paper does not contain
 ]
+# Two kinds of question in one model: one that names what it asks about, a rare name the top paper contains
+# (`Retrieval.named_match`: "RMP-SAM"), and one that describes it. Each base feature gets a copy that is its value
+# for a named question and 0 for the others, so the weights can differ by kind (module docstring).
+BASE_FEATURES = list(FEATURES)
+FEATURES = [*BASE_FEATURES, "named_match", *(f"named*{name}" for name in BASE_FEATURES)]
 # A detail a question names, which the paper that answers it must mention: a word capitalised in mid-sentence
 # ("problems written in Spanish", "on ImageNet", "applied to CT scans") or a word with a digit ("3D", "GPT-4").
 # Near misses about a real paper describe it in other words, then ask for such a detail it lacks; an answerable
@@ -199,7 +211,7 @@ def features(retrieval: Retrieval) -> np.ndarray:
             support = max(support, len(terms & set(words)) / n)
     details = [t for t in tokenize(DETAIL.findall(retrieval.question)) if t] if hits else []
     missing_details = sum(1 for d in details if not top1.intersection(d)) / len(details) if details else 0.0
-    return np.array([
+    base = np.array([
         retrieval.confidence, dense[0], dense[0] - dense[1], bm25[0] / n,
         (bm25[0] - bm25[1]) / bm25[0] if bm25[0] > 0 else 0.0,
         len(terms & top1) / n, len(terms & union) / n, unknown / n, float(unknown > 0), rare_missing / n,
@@ -207,6 +219,8 @@ def features(retrieval: Retrieval) -> np.ndarray:
         *(_quantity_features(retrieval.question, hits[0].paper if hits else None) if asks else (0.0, 0.0)),
         missing_details,
     ], dtype=np.float64)
+    named = float(bool(retrieval.named_match))
+    return np.concatenate([base, [named], base * named])
 
 
 class GateError(RagError):

@@ -104,15 +104,39 @@ def closest(sources: list[Source]) -> list[Source]:
     return [s for i, s in enumerate(sources[:CLOSEST]) if i == 0 or s.score >= CLOSEST_SHARE * sources[0].score]
 
 
-def unsure_text(sources: list[Source]) -> tuple[str, list[int]]:
+def unsure_text(sources: list[Source], lead: dict[int, str] | None = None) -> tuple[str, list[int]]:
     """The answer when no paper clearly answers but some are close: the `closest` papers, each cited with the
-    sentence of its abstract nearest the question (a title-only paper by its title). Returns (text, cited)."""
+    sentence of its abstract nearest the question (a title-only paper by its title), or with its passage in `lead`
+    (source number -> text: `lead_passage`). Returns (text, cited)."""
     papers = closest(sources)
     lines = [f"{UNSURE} The closest are:"]
     for s in papers:
-        said = f": {s.snippet.strip()}" if s.has_abstract and s.snippet.strip() else ""
+        text = (lead or {}).get(s.n) or (s.snippet.strip() if s.has_abstract else "")
+        said = f": {text}" if text else ""
         lines.append(f"{BULLET} “{s.title}” [{s.n}]{said}")
     return "\n".join(lines), [s.n for s in papers]
+
+
+def lead_passage(retrieval: Retrieval, sources: list[Source], settings: Settings) -> dict[int, str]:
+    """What an unsure answer quotes of the paper nearest the question: the passage a one-paper explanation quotes
+    (`explained`: its contribution, what follows, the sentence giving an asked figure or list) with the sentence
+    nearest the question (its snippet) among them, in abstract order. {source number: text}, or {} when it has
+    no abstract.
+
+    Why more than the one nearest sentence: on the four read description sets, an unsure answer whose first paper
+    was the right one stated 0.40 of the asked facts, an answered one 0.70 (eval/README.md, "The gate refit on
+    the read description sets"): a description in other words is often unsure, and one sentence rarely carries
+    what was asked. The label still says that no paper clearly answers."""
+    if not retrieval.hits or not sources or not sources[0].has_abstract:
+        return {}
+    chosen = [s for s in explained(retrieval, settings, paper=0) if s.paper_index == 0]
+    snippet = " ".join(sources[0].snippet.split())
+    texts = [s.text for s in chosen]
+    if snippet and not any(snippet == " ".join(t.split()) for t in texts):
+        texts.append(snippet)
+    abstract = retrieval.hits[0].paper.abstract
+    texts.sort(key=lambda t: (abstract.find(t) if abstract.find(t) >= 0 else len(abstract)))
+    return {sources[0].n: " ".join(" ".join(t.split()) for t in texts)} if texts else {}
 
 
 def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",
@@ -255,16 +279,31 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
     sentence and the ones after it (`rag.answering.explain.passage`), unless the question is a `follow_up` about the
     previous answer's paper ("What data did they use?"): that asks for something specific, and the passage would
     restate what the first answer said."""
+    chosen = explained(retrieval, settings, single_paper, follow_up)
+    paragraphs = []
+    for paper_index in dict.fromkeys(s.paper_index for s in chosen):
+        mine = [s for s in chosen if s.paper_index == paper_index]
+        source = sources[paper_index]
+        quoted = " ".join(_cite(s.text, paper_index + 1) for s in mine)
+        paragraphs.append(f"{source.title}: {quoted}" if source.has_title else quoted)
+    cited = list(dict.fromkeys(s.paper_index + 1 for s in chosen))
+    return "\n\n".join(paragraphs), cited
+
+
+def explained(retrieval: Retrieval, settings: Settings, single_paper: bool = False,
+              follow_up: bool = False, paper: int | None = None) -> list[ScoredSentence]:
+    """The sentences `explain` quotes (see there), each paper's in its abstract's order, papers in rank order;
+    `paper` (a hit index): those of that paper alone, as a one-paper explanation of it would quote them."""
     ranked = retrieval.sentences  # the best sentences of the top papers, best first
     if not _ASKS_FOR_CODE.search(retrieval.question):  # "Code is available at ..." answers only a question for it
         ranked = [s for s in ranked if not is_boilerplate(s.text)] or ranked
     quotable = ranked
     if not ranked:
-        return "", []
-    one = None  # the paper the answer quotes alone, if any
-    if retrieval.named_match:  # the question names it ("What is CURIE?"): the paper found to contain the name
+        return []
+    one = paper  # the paper the answer quotes alone, if any
+    if one is None and retrieval.named_match:  # the question names it ("What is CURIE?"): the paper containing it
         one = next((i for i, hit in enumerate(retrieval.hits) if hit.paper.has_abstract), None)
-    elif single_paper or leads(ranked, settings.policy.lead):
+    elif one is None and (single_paper or leads(ranked, settings.policy.lead)):
         one = ranked[0].paper_index
     single_paper = one is not None and any(s.paper_index == one for s in ranked)
     if single_paper:
@@ -293,15 +332,9 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
     # A sentence is quoted once: two papers can share one (a user's file and the bundled list holding the same
     # abstract under two ids), and the steps above may pick one sentence twice.
     chosen = _once(chosen)
-    paragraphs = []
-    for paper_index in dict.fromkeys(s.paper_index for s in chosen):
-        mine = sorted((s for s in chosen if s.paper_index == paper_index),
-                      key=lambda s: _sentence_position(retrieval, s))
-        source = sources[paper_index]
-        quoted = " ".join(_cite(s.text, paper_index + 1) for s in mine)
-        paragraphs.append(f"{source.title}: {quoted}" if source.has_title else quoted)
-    cited = list(dict.fromkeys(s.paper_index + 1 for s in chosen))
-    return "\n\n".join(paragraphs), cited
+    return [s for paper_index in dict.fromkeys(s.paper_index for s in chosen)
+            for s in sorted((s for s in chosen if s.paper_index == paper_index),
+                            key=lambda s: _sentence_position(retrieval, s))]
 
 
 _ASKS_FOR_CODE = re.compile(r"\b(?:code|github|repo|repository|implementation|website|project\s+page|link|url|"
