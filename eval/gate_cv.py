@@ -127,7 +127,6 @@ def extra(retrieval) -> dict[str, float]:
     return out
 
 
-
 _MEMO: dict[int, dict[str, float]] = {}
 
 

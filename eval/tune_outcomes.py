@@ -41,6 +41,8 @@ def held_out(name: str) -> bool:
     """Whether a question set is held out (never tuned on): a *heldout* or describe_final* set not in READ_SETS,
     and corpus_none_v4."""
     return name not in READ_SETS and ("heldout" in name or "describe_final" in name or "none_v4" in name)
+
+
 # (answerable?, outcome) -> cost. A false "not covered" hides papers that answer; an "unsure" still cites the
 # closest, so it costs a third as much; an unanswerable question answered is as bad as a false "not covered", and an
 # "unsure" on it (the closest papers, labelled as not answering) costs little.
