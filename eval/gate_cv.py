@@ -104,7 +104,7 @@ def extra(retrieval) -> dict[str, float]:
 
     hits = retrieval.hits[:abstain.FEATURE_HITS]
     out = dict.fromkeys(("retrievers_agree", "topical_top", "topical_gap", "missing_idf_max", "missing_idf_share",
-                         "fused_margin", "missing_elsewhere", "dense_rank_top", "named_match"), 0.0)
+                         "fused_margin", "missing_elsewhere", "dense_rank_top"), 0.0)
     if not hits:
         return out
     n_corpus = max(retrieval.corpus_size, 1)
@@ -123,7 +123,6 @@ def extra(retrieval) -> dict[str, float]:
     bm25 = [h.bm25 if h.bm25 is not None else -1.0 for h in hits]
     out["retrievers_agree"] = float(int(np.argmax(dense)) == int(np.argmax(bm25)))  # best cosine = best BM25 hit
     out["dense_rank_top"] = sum(1 for d in dense if d > dense[0]) / max(len(hits) - 1, 1)
-    out["named_match"] = float(bool(retrieval.named_match))  # a rare name of the question is in the top paper
     return out
 
 
@@ -133,8 +132,9 @@ _MEMO: dict[int, dict[str, float]] = {}
 def named_features(retrieval) -> dict[str, float]:
     """abstain.FEATURES and the `extra` candidates by name (memoised per object: the pickles stay loaded)."""
     if id(retrieval) not in _MEMO:
+        # abstain.FEATURES holds named_match and the named* copies of its own features; the extras get theirs here
         base = {**extra(retrieval), **dict(zip(abstain.FEATURES, abstain.features(retrieval)))}
-        named = float(bool(retrieval.named_match))
+        named = base["named_match"]
         _MEMO[id(retrieval)] = {**base, **{f"named*{k}": v * named for k, v in base.items() if "*" not in k}}
     return _MEMO[id(retrieval)]
 

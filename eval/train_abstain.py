@@ -199,8 +199,10 @@ def generate(papers: list[dict], excluded: set[str], test_terms: set[str], rng: 
             out.append((template.format(x=t), 1, "topic"))
         for template in rng.sample(MIXED_TEMPLATES, 2):
             out.append((template.format(x=t, m=rng.choice(METHODS)), 1, "topic+method"))
-    for p in rng.sample(pool, 600):  # figures the abstract does not give: their words are absent, or no number
-        name, keys = rng.choice(FIGURES)  # stands near them ("we tune the learning rate")
+    # Figures the abstract does not give: their words are absent, or no number stands near them. (min: every new
+    # question set shrinks the pool; the same draw as before while it holds 600 or more.)
+    for p in rng.sample(pool, min(600, len(pool))):
+        name, keys = rng.choice(FIGURES)  # ("we tune the learning rate": mentioned, no number)
         words = [w.lower() for w in re.findall(r"\d+|[^\W\d_][\w-]*", p["abstract"])]
         at = [i for i, _ in enumerate(words) for k in keys
               if all(i + j < len(words) and words[i + j].startswith(part) for j, part in enumerate(k.split()))]

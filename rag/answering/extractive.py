@@ -129,13 +129,12 @@ def lead_passage(retrieval: Retrieval, sources: list[Source], settings: Settings
     what was asked. The label still says that no paper clearly answers."""
     if not retrieval.hits or not sources or not sources[0].has_abstract:
         return {}
-    chosen = [s for s in explained(retrieval, settings, paper=0) if s.paper_index == 0]
+    texts = [s.text for s in explained(retrieval, settings, paper=0)]
     snippet = " ".join(sources[0].snippet.split())
-    texts = [s.text for s in chosen]
     if snippet and not any(snippet == " ".join(t.split()) for t in texts):
         texts.append(snippet)
     abstract = retrieval.hits[0].paper.abstract
-    texts.sort(key=lambda t: (abstract.find(t) if abstract.find(t) >= 0 else len(abstract)))
+    texts.sort(key=lambda t: abstract.find(t) % (len(abstract) + 1))  # in abstract order; not found (-1): last
     return {sources[0].n: " ".join(" ".join(t.split()) for t in texts)} if texts else {}
 
 
@@ -293,12 +292,13 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
 def explained(retrieval: Retrieval, settings: Settings, single_paper: bool = False,
               follow_up: bool = False, paper: int | None = None) -> list[ScoredSentence]:
     """The sentences `explain` quotes (see there), each paper's in its abstract's order, papers in rank order;
-    `paper` (a hit index): those of that paper alone, as a one-paper explanation of it would quote them."""
+    `paper` (a hit index): those of that paper alone, as a one-paper explanation of it would quote them (none
+    when it has no sentence among the top papers')."""
     ranked = retrieval.sentences  # the best sentences of the top papers, best first
     if not _ASKS_FOR_CODE.search(retrieval.question):  # "Code is available at ..." answers only a question for it
         ranked = [s for s in ranked if not is_boilerplate(s.text)] or ranked
     quotable = ranked
-    if not ranked:
+    if not ranked or (paper is not None and not any(s.paper_index == paper for s in ranked)):
         return []
     one = paper  # the paper the answer quotes alone, if any
     if one is None and retrieval.named_match:  # the question names it ("What is CURIE?"): the paper containing it
