@@ -118,24 +118,32 @@ def unsure_text(sources: list[Source], lead: dict[int, str] | None = None) -> tu
 
 
 def lead_passage(retrieval: Retrieval, sources: list[Source], settings: Settings) -> dict[int, str]:
-    """What an unsure answer quotes of the paper nearest the question: the passage a one-paper explanation quotes
-    (`explained`: its contribution, what follows, the sentence giving an asked figure or list) with the sentence
-    nearest the question (its snippet) among them, in abstract order. {source number: text}, or {} when it has
-    no abstract.
+    """What an unsure answer quotes of the paper nearest the question: its `passage`. {source number: text}, or {}
+    when it has no abstract.
 
     Why more than the one nearest sentence: on the four read description sets, an unsure answer whose first paper
     was the right one stated 0.40 of the asked facts, an answered one 0.70 (eval/README.md, "The gate refit on
     the read description sets"): a description in other words is often unsure, and one sentence rarely carries
     what was asked. The label still says that no paper clearly answers."""
-    if not retrieval.hits or not sources or not sources[0].has_abstract:
-        return {}
-    texts = [s.text for s in explained(retrieval, settings, paper=0)]
-    snippet = " ".join(sources[0].snippet.split())
-    if snippet and not any(snippet == " ".join(t.split()) for t in texts):
+    texts = passage(retrieval, sources[0], settings) if sources else []
+    return {sources[0].n: " ".join(texts)} if texts else {}
+
+
+def passage(retrieval: Retrieval, source: Source, settings: Settings) -> list[str]:
+    """The sentences of `source`'s abstract a one-paper explanation of it quotes (`explained`: its contribution,
+    what follows, the sentence giving an asked figure or list), with its sentence nearest the question (its
+    snippet) among them, in abstract order, whitespace collapsed; [] for a title-only paper. A source's number
+    is its hit's rank (`Source.n` = hit index + 1)."""
+    index = source.n - 1
+    if not source.has_abstract or not 0 <= index < len(retrieval.hits):
+        return []
+    texts = [" ".join(s.text.split()) for s in explained(retrieval, settings, paper=index)]
+    snippet = " ".join(source.snippet.split())
+    if snippet and snippet not in texts:
         texts.append(snippet)
-    abstract = retrieval.hits[0].paper.abstract
+    abstract = " ".join(retrieval.hits[index].paper.abstract.split())
     texts.sort(key=lambda t: abstract.find(t) % (len(abstract) + 1))  # in abstract order; not found (-1): last
-    return {sources[0].n: " ".join(" ".join(t.split()) for t in texts)} if texts else {}
+    return texts
 
 
 def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",

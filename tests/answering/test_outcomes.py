@@ -13,6 +13,7 @@ from eval.tune_outcomes import held_out
 from rag.answering import abstain
 from rag.answering.compose import ALSO_CLOSE, QUOTED
 from rag.answering.extractive import NOT_COVERED, UNSURE, unsure_text
+from rag.text import split_sentences
 
 
 
@@ -108,14 +109,26 @@ def test_an_llm_answer_to_an_unsure_question_names_the_other_closest_papers(corp
     model_text, rest = answer.answer.split(QUOTED)
     quoted, also = rest.split(ALSO_CLOSE)
     assert re.findall(r"\[(\d+)\]", model_text) == ["1"]  # the stand-in cites the top paper alone
-    assert quoted.strip() == f"“{answer.sources[0].snippet}” [1]"  # then [1]'s own sentence nearest the question
+    assert _quote_of(quoted, answer.sources[0]) and quoted.strip().endswith("” [1]")  # then [1]'s own passage
     assert [s.n for s in answer.citations] == closest  # the others are cited after it, once
     assert all(f"“{s.title}” [{s.n}]" in also for s in answer.sources if s.n in closest[1:])
 
 
-def test_an_llm_answer_is_followed_by_its_papers_own_sentence_unless_it_says_it_already(corpus_engine):
-    # A small reader paraphrases and drops the asked figure or name: the first cited paper's sentence nearest the
-    # question follows, verbatim and cited; not when the answer already holds most of it, nor with llm_quote off.
+def _quote_of(quoted: str, source, nearest: bool = True) -> list[str]:
+    """The sentences of a quote line ("“...” [n]"), each checked to be verbatim from `source`'s abstract, and
+    (`nearest`) the sentence nearest the question among them."""
+    body = quoted.strip().removeprefix("“").rsplit("”", 1)[0]
+    sentences = split_sentences(body)
+    abstract = " ".join(source.text.split())
+    assert sentences and all(s in abstract for s in sentences), sentences
+    assert not nearest or " ".join(source.snippet.split()) in body
+    return sentences
+
+
+def test_an_llm_answer_is_followed_by_its_papers_own_passage_less_what_it_says_already(corpus_engine):
+    # A small reader paraphrases and drops the asked figure or name: the first cited paper's passage (what a
+    # one-paper explanation quotes, with its sentence nearest the question) follows, verbatim and cited, less the
+    # sentences the answer already says; nothing when it says them all, nor with llm_quote off.
     from fake_openai import FakeOpenAI
 
     with FakeOpenAI() as server:
@@ -124,9 +137,15 @@ def test_an_llm_answer_is_followed_by_its_papers_own_sentence_unless_it_says_it_
         answer = corpus_engine.derive(**settings).ask(UNSURE_SEVERAL)
         first = answer.citations[0]
         assert answer.answer.count(QUOTED) == 1
-        assert f"{QUOTED} “{first.snippet}” [{first.n}]" in answer.answer
+        quoted = answer.answer.split(QUOTED)[1].split(ALSO_CLOSE)[0]
+        sentences = _quote_of(quoted, first)
+        assert len(sentences) >= 2  # a passage, not the one sentence
         plain = corpus_engine.derive(**settings, llm_quote=False).ask(UNSURE_SEVERAL)
         assert QUOTED not in plain.answer and plain.answer.startswith(answer.answer.split(QUOTED)[0].strip())
-        server.reply = f"{first.snippet} [1]"  # the model quoted the sentence itself
+        server.reply = f"{sentences[0]} [1]"  # the model quoted one sentence of it itself: the rest is quoted
+        said_one = corpus_engine.derive(**settings).ask(UNSURE_SEVERAL)
+        rest = _quote_of(said_one.answer.split(QUOTED)[1].split(ALSO_CLOSE)[0], first, nearest=False)
+        assert said_one.mode == "llm" and rest == sentences[1:]
+        server.reply = " ".join(f"{s} [1]" for s in sentences)  # ... all of it: nothing is quoted
         said = corpus_engine.derive(**settings).ask(UNSURE_SEVERAL)
         assert said.mode == "llm" and said.citations[0].n == first.n and QUOTED not in said.answer
