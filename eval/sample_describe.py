@@ -9,7 +9,8 @@ describe_dev takes positions 0-59 (answerable) and 60-74 (near misses); describe
 one) and 135-149 (near misses); describe_final 151-214 (answerable) and 215-230 (near misses), describe_final2
 231-294 (answerable) and 295-310 (near misses), describe_final3 311-374 (answerable) and 375-390 (near misses),
 describe_final4 391-454 (answerable) and 455-470 (near misses), describe_final5 471-534 (answerable) and 535-550
-(near misses), describe_final6 551-614 (answerable) and 615-630 (near misses), none skipped in any of the six. The
+(near misses), describe_final6 551-614 (answerable) and 615-630 (near misses), describe_final7 631-694 (answerable)
+and 695-710 (near misses), none skipped in any of the seven. The
 describe sets' own papers are not excluded (`SETS` is skipped), so adding a describe set leaves the order unchanged.
 Each question records its `position`. Prints position, id and title.
 """

@@ -253,9 +253,9 @@ class Settings(BaseModel):
                                 "question (a third of the prompt tokens: a CPU server's latency), or the whole "
                                 "abstract (for a fast remote model).")
     llm_quote: bool = Field(
-        True, description="After an LLM's answer, its first cited paper's passage (what a one-paper explanation quotes, "
-                          "with the sentence nearest the question), quoted and cited, less the sentences the answer "
-                          "already says most of (rag/answering/compose.py).")
+        True, description="After an LLM's answer, its first cited paper's passage (what a one-paper explanation "
+                          "quotes, with the sentence nearest the question), quoted and cited, less the sentences the "
+                          "answer already says most of (rag/answering/compose.py).")
     prompts_dir: Path | None = Field(
         None, description="Directory overriding the bundled prompt templates (prompts/README.md).")
     support_threshold: float = Field(
