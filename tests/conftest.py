@@ -264,10 +264,16 @@ def llama_server(tmp_path_factory):
     if not python.exists():
         pytest.fail("the llama.cpp server is not installed: run `make llm-deps` (once; `make test` does it)")
     port, model = free_port(), "smollm2-135m"
+    # Half the cores (one on a 2-core CI machine): llama.cpp's threads meet at a barrier after every layer and spin
+    # while they wait, so with the other test worker (and its servers and browser) busy on the other core, a
+    # two-thread server mostly waits for its descheduled thread. Measured on 2 cores beside a busy process: 1,000
+    # prompt tokens and 60 generated took 23-33 s with 2 threads, 7-9 s with 1 (4 against 85 tokens/s generating).
+    threads = max(1, (os.cpu_count() or 2) // 2)
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen([str(python), str(ROOT / "tools" / "llm_server.py"), "--model", model,
-                                    "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
+                                    "--port", str(port), "--threads", str(threads)],
+                                   stdout=out, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 120
