@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import pytest
@@ -14,6 +15,22 @@ for _name in list(os.environ):
 # A `rag serve` started by a test serves its own index; indexing the whole bundled list (minutes of embedding)
 # is tested on its own.
 os.environ["RAG_BUNDLED"] = "false"
+# One BLAS thread in every test process and every process a test starts (`rag` commands, servers): two test workers
+# share the cores, and OpenBLAS threads spin while they wait for each other, so a second thread costs more than it
+# gives (what the app already does where it counts: rag/engine.py's mpnet, rag/explore/topicmap.py). Measured on 2
+# cores beside a busy process: tests/store/test_mpnet.py took 38 s with OpenBLAS's default threads, 7 s with one.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
+def _one_blas_thread() -> None:
+    """The same for this process, should numpy (and so OpenBLAS) have been loaded before this file set the variable."""
+    if "numpy" in sys.modules:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(1, user_api="blas")
+
+
+_one_blas_thread()
 
 from helpers import CORPUS, SEEDS, free_port, start_chroma  # noqa: E402  (after the environment is cleaned)
 
@@ -264,10 +281,16 @@ def llama_server(tmp_path_factory):
     if not python.exists():
         pytest.fail("the llama.cpp server is not installed: run `make llm-deps` (once; `make test` does it)")
     port, model = free_port(), "smollm2-135m"
+    # Half the cores (one on a 2-core CI machine): llama.cpp's threads meet at a barrier after every layer and spin
+    # while they wait, so with the other test worker (and its servers and browser) busy on the other core, a
+    # two-thread server mostly waits for its descheduled thread. Measured on 2 cores beside a busy process: 1,000
+    # prompt tokens and 60 generated took 23-33 s with 2 threads, 7-9 s with 1 (4 against 85 tokens/s generating).
+    threads = max(1, (os.cpu_count() or 2) // 2)
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with log.open("wb") as out:
         process = subprocess.Popen([str(python), str(ROOT / "tools" / "llm_server.py"), "--model", model,
-                                    "--port", str(port)], stdout=out, stderr=subprocess.STDOUT)
+                                    "--port", str(port), "--threads", str(threads)],
+                                   stdout=out, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 120

@@ -33,10 +33,17 @@ def real_engine(seed_engine, llama_server, **overrides):
     return seed_engine.derive(**settings)
 
 
-def test_answers_stream_through_the_chat_template_without_special_tokens(embedded_seed_engine, llama_server):
+@pytest.fixture(scope="module")
+def streamed(embedded_seed_engine, llama_server) -> dict[str, list]:
+    """Each question's stream (its events, the Answer last) at the default settings, generated once for the tests
+    that read it: on a 2-core machine each costs a ~1,100-token prompt and up to 160 tokens of SmolLM2."""
     engine = real_engine(embedded_seed_engine, llama_server)
+    return {question: list(engine.stream(question)) for question in QUESTIONS}
+
+
+def test_answers_stream_through_the_chat_template_without_special_tokens(streamed):
     for question in QUESTIONS:
-        events = list(engine.stream(question))
+        events = streamed[question]
         answer = events[-1]
         assert isinstance(answer, Answer)
         shown = "".join(e.text for e in events if isinstance(e, Delta))
@@ -58,12 +65,12 @@ def test_answers_stream_through_the_chat_template_without_special_tokens(embedde
             assert all(isinstance(e, (Delta, Restart)) for e in events[:-1])
 
 
-def test_usage_is_reported_without_a_stream_and_said_to_be_missing_within_one(embedded_seed_engine, llama_server):
+def test_usage_is_reported_without_a_stream_and_said_to_be_missing_within_one(streamed, llama_server):
     client = openai.OpenAI(base_url=llama_server.base_url, api_key="none", max_retries=0)
     reply = client.chat.completions.create(model=llama_server.model, max_tokens=8, temperature=0,
                                            messages=[{"role": "user", "content": "Say hello."}])
     assert reply.usage.prompt_tokens > 5 and 0 < reply.usage.completion_tokens <= 8
-    answer = real_engine(embedded_seed_engine, llama_server).ask(QUESTIONS[0])
+    answer = streamed[QUESTIONS[0]][-1]  # what `ask` returns: the Answer that ends the stream
     if answer.usage.get("prompt_tokens") is None:  # llama-cpp-python 0.3.36 sends no usage in a stream
         assert answer.usage["completion_tokens"] is None
         assert answer.usage.get("completion_chunks", 0) > 0 or answer.fallback_reason  # counted if any came

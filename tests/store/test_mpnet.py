@@ -34,9 +34,26 @@ def golden() -> tuple[list[str], np.ndarray]:
         return [str(t) for t in data["texts"]], data["vectors"]
 
 
-def test_vectors_match_sentence_transformers(model, golden):
+@pytest.fixture(scope="module")
+def batch(model, golden) -> np.ndarray:
+    """The golden texts embedded in one batch, computed (not remembered: this runs before the autouse fixture)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(MPNetEmbedding, "remember", False)
+        return model.embed(golden[0])
+
+
+@pytest.fixture(scope="module")
+def singles(model, golden) -> np.ndarray:
+    """Each golden text embedded alone, computed; a numpy pass over 384 tokens costs seconds on a busy 2-core machine,
+    so the tests that need a text's own vector share these instead of embedding it again."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(MPNetEmbedding, "remember", False)
+        return np.stack([model.embed([t])[0] for t in golden[0]])
+
+
+def test_vectors_match_sentence_transformers(batch, golden):
     texts, reference = golden
-    ours = model.embed(texts)
+    ours = batch
     assert ours.dtype == np.float32 and ours.shape == (len(texts), 768) == reference.shape
     assert np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-5)
     cosine = (ours * reference).sum(axis=1)
@@ -45,23 +62,20 @@ def test_vectors_match_sentence_transformers(model, golden):
     assert cosine.min() >= 0.9999, dict(zip((t[:30] for t in texts), cosine.round(6)))
 
 
-def test_one_text_at_a_time_gives_the_batch_vectors(model, golden):
-    texts, _ = golden
-    batch = model.embed(texts)
-    single = np.stack([model.embed([t])[0] for t in texts])
-    assert (batch * single).sum(axis=1).min() >= 0.99999
+def test_one_text_at_a_time_gives_the_batch_vectors(batch, singles):
+    assert (batch * singles).sum(axis=1).min() >= 0.99999
 
 
-def test_truncates_at_384_tokens_like_sentence_transformers(model, golden):
+def test_truncates_at_384_tokens_like_sentence_transformers(model, golden, singles):
     texts, _ = golden
-    long = texts[3]
+    long, alone = texts[3], singles[3]  # the 1,002-token text, embedded on its own
     assert model.count_tokens(long) == 384 and model.count_tokens("a") == 3  # <s> a </s>
     # what comes after token 384 changes nothing
-    cosine = float(model.embed([long])[0] @ model.embed([long + " An entirely different ending about cooking."])[0])
+    cosine = float(alone @ model.embed([long + " An entirely different ending about cooking."])[0])
     assert cosine >= 0.99999
     # ... and what comes before it does (the vector is not the first tokens only)
     words = long.split()
-    assert float(model.embed([long])[0] @ model.embed([" ".join(words[: len(words) // 4])])[0]) < 0.999
+    assert float(alone @ model.embed([" ".join(words[: len(words) // 4])])[0]) < 0.999
 
 
 def test_empty_input_identity_and_one_instance_per_process(model):
