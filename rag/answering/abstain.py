@@ -7,7 +7,8 @@ together. The file is written by `python eval/train_abstain.py` (`make model`, s
 which fits them on questions GENERATED from the papers (answerable ones from titles and abstract sentences;
 unanswerable ones about topics whose key terms occur in no abstract, and about specific figures an abstract does
 not give) and, since issue 29, on the DEV question sets (eval/tune_outcomes.py's DEV_SETS, researchers' wording
-among them, and since the seventh session the five read description sets), each dev question weighted 10
+among them, and since the seventh session the description sets read after their held-out run,
+tune_outcomes.READ_SETS), each dev question weighted 10
 (eval/gate_cv.py SHIPPED_DEV_WEIGHT) beside a generated one: the generated questions reuse the abstracts' words,
 researchers describe work in other words. Never on a held-out set. numpy only at run time.
 

@@ -4,7 +4,7 @@ The policy, in one place:
 1. the retrieval says the collection does not cover the question (`decide`: "not_covered") -> the abstention
    text; it says no paper clearly answers but some are close ("unsure") -> the closest papers, cited, the first
    with a passage of its abstract, the others with their sentence nearest the question (`unsure_text`,
-   `lead_passage`); with an LLM, the LLM reads them first (`_unsure`), and its cited answer stands, followed by
+   `passage`); with an LLM, the LLM reads them first (`_unsure`), and its cited answer stands, followed by
    the other closest papers (`_also_close`);
 2. an LLM is configured (and the follow-up rewrite did not already fail) -> its answer, streamed through
    `StreamFilter` (citation styles normalized, numbers it was not given removed and counted), accepted only if
@@ -40,8 +40,8 @@ from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.generation.support import Checker
 from rag.answering.compare import side_papers
 from rag.answering.context import reader_sources
-from rag.answering.extractive import (RECORD_TYPES, abstention_text, closest, decide, extractive, lead_passage,
-                                      passage, unsure_text)
+from rag.answering.extractive import (RECORD_TYPES, abstention_text, closest, decide, extractive, passage,
+                                      unsure_text)
 from rag.answering.records import Answer, Delta, Restart, Source
 from rag.text import tokenize
 
@@ -68,7 +68,6 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
         if llm is not None and not answer.fallback_reason else None
     if outcome == "unsure" and answer.sources:
         yield from _unsure(answer, reader, llm.model if llm else "", settings.llm_quote,
-                           lambda: lead_passage(retrieval, answer.sources, settings),
                            lambda s: passage(retrieval, s, settings))
     elif not retrieval.hits or outcome != "answered":
         answer.answer = (f"Not covered: the abstract of “{answer.sources[0].title}” does not appear to say."
@@ -104,8 +103,7 @@ def _coverage(answer: Answer, retrieval: Retrieval, settings: Settings, focused:
 
 
 def _unsure(answer: Answer, reader: Callable[[], Iterator[Delta | Restart]] | None, model: str,
-            quote: bool = True, lead: Callable[[], dict[int, str]] = dict,
-            passage: Callable[[Source], list[str]] | None = None) -> Iterator[Delta | Restart]:
+            quote: bool = True, passage: Callable[[Source], list[str]] | None = None) -> Iterator[Delta | Restart]:
     """Near the gate's cut point the reader decides (issue 28): an LLM, when one is set, reads the papers and may
     answer with citations; if it finds no answer, or fails, the closest papers are shown, unsure."""
     if reader is not None:
@@ -118,7 +116,9 @@ def _unsure(answer: Answer, reader: Callable[[], Iterator[Delta | Restart]] | No
         if answer.fallback_reason:
             answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); showing the "
                                   "closest papers instead.")
-    text, cited = unsure_text(answer.sources, lead())
+    first = answer.sources[0]
+    texts = passage(first) if passage else []
+    text, cited = unsure_text(answer.sources, {first.n: " ".join(texts)} if texts else {})
     by_n = {s.n: s for s in answer.sources}
     answer.answer, answer.citations = text, [by_n[n] for n in cited]
     answer.conclude("unsure")

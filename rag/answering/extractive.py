@@ -107,7 +107,7 @@ def closest(sources: list[Source]) -> list[Source]:
 def unsure_text(sources: list[Source], lead: dict[int, str] | None = None) -> tuple[str, list[int]]:
     """The answer when no paper clearly answers but some are close: the `closest` papers, each cited with the
     sentence of its abstract nearest the question (a title-only paper by its title), or with its passage in `lead`
-    (source number -> text: `lead_passage`). Returns (text, cited)."""
+    (source number -> text: the first paper's `passage`). Returns (text, cited)."""
     papers = closest(sources)
     lines = [f"{UNSURE} The closest are:"]
     for s in papers:
@@ -117,23 +117,17 @@ def unsure_text(sources: list[Source], lead: dict[int, str] | None = None) -> tu
     return "\n".join(lines), [s.n for s in papers]
 
 
-def lead_passage(retrieval: Retrieval, sources: list[Source], settings: Settings) -> dict[int, str]:
-    """What an unsure answer quotes of the paper nearest the question: its `passage`. {source number: text}, or {}
-    when it has no abstract.
+def passage(retrieval: Retrieval, source: Source, settings: Settings) -> list[str]:
+    """The sentences of `source`'s abstract a one-paper explanation of it quotes (`explained`: its contribution,
+    what follows, the sentence giving an asked figure or list), with its sentence nearest the question (its
+    snippet) among them, in abstract order, whitespace collapsed; [] for a title-only paper. A source's number
+    is its hit's rank (`Source.n` = hit index + 1). An unsure answer quotes it for its first paper, an accepted LLM
+    answer for its first cited one (rag/answering/compose.py).
 
     Why more than the one nearest sentence: on the four read description sets, an unsure answer whose first paper
     was the right one stated 0.40 of the asked facts, an answered one 0.70 (eval/README.md, "The gate refit on
     the read description sets"): a description in other words is often unsure, and one sentence rarely carries
     what was asked. The label still says that no paper clearly answers."""
-    texts = passage(retrieval, sources[0], settings) if sources else []
-    return {sources[0].n: " ".join(texts)} if texts else {}
-
-
-def passage(retrieval: Retrieval, source: Source, settings: Settings) -> list[str]:
-    """The sentences of `source`'s abstract a one-paper explanation of it quotes (`explained`: its contribution,
-    what follows, the sentence giving an asked figure or list), with its sentence nearest the question (its
-    snippet) among them, in abstract order, whitespace collapsed; [] for a title-only paper. A source's number
-    is its hit's rank (`Source.n` = hit index + 1)."""
     index = source.n - 1
     if not source.has_abstract or not 0 <= index < len(retrieval.hits):
         return []
