@@ -143,3 +143,24 @@ def test_detail_missing_is_the_share_of_named_details_the_top_paper_lacks(seed_e
     # RelCon is named by the paper; ImageNet and 7B are not: 2 of 3 details missing.
     assert detail("Has the RelCon accelerometry model been tested on ImageNet with a 7B backbone?") == pytest.approx(
         2 / 3)
+
+
+def test_a_question_asking_whether_a_papers_work_went_further_reads_as_a_near_miss(corpus_engine):
+    """The form features (abstain.FORM_FEATURES): the same paper described twice among the 2,114, once as a search
+    for the work and once asking whether it was also tried on something its abstract never mentions."""
+    retriever = corpus_engine.retriever
+    search = retriever.retrieve("Is there ML work on chip floorplanning that optimizes the final timing instead of "
+                                "proxy metrics?", RetrievalParams(k=5))
+    further = retriever.retrieve("Has the chip floorplanning work that optimizes the final timing instead of proxy "
+                                 "metrics also been tested on analog circuits?", RetrievalParams(k=5))
+    assert search.hits[0].paper.paper_id == further.hits[0].paper.paper_id == "YLIsIzC74j"  # LaMPlace
+    forms = {r.question: dict(zip(abstain.FEATURES, abstain.features(r))) for r in (search, further)}
+    assert [forms[search.question][f] for f in abstain.FORM_FEATURES] == [0.0, 0.0, 0.0]
+    form = forms[further.question]
+    # "analog circuits" follows "tested on": other papers use both words, LaMPlace's title and abstract neither
+    assert form["yes_no"] == form["extension"] == form["tail_missing"] == 1.0
+    assert abstain.probability(further) > abstain.probability(search) + 0.1
+    # "Has anyone ...", "Is there ..." search for the work: no yes/no question about a paper
+    for question in ("Has anyone applied diffusion models to protein design?", "Is there work on tabular data?"):
+        r = retriever.retrieve(question, RetrievalParams(k=5))
+        assert dict(zip(abstain.FEATURES, abstain.features(r)))["yes_no"] == 0.0
