@@ -154,3 +154,22 @@ def test_a_chinese_sentence_is_checked_for_the_numbers_and_names_it_states(paper
 def test_at_most_max_sentences_are_checked(papers, embedder):
     answer = "WildBench evaluates LLMs on hard tasks from real conversations [1]. " * 100
     assert len(support.check(answer, [source(papers[WILDBENCH])], embedder, max_sentences=7)) == 7
+
+
+def test_a_cited_title_followed_by_the_question_restated_is_unsupported(papers, embedder):
+    """Qwen2.5-Coder-1.5B's answer to a describe_final7 question (raw text, its [4] the attention-heads paper): the
+    title of the wrong paper shares its abstract's words, and the rest is the question. Compared without the
+    cited title, the claim is unsupported; the same claim credited to the paper that makes it still passes."""
+    heads, netformer = papers["SUc1UOWndp"], papers["bcTjW5kS4W"]
+    claim = ("infers, from recordings of many neurons, how the links between them change over time instead of "
+             "assuming they stay fixed")
+    wrong = f"{heads.title} [4] {claim}."
+    [checked] = support.check(wrong, [source(heads, 4)], embedder)
+    whole = support.check(f"{claim} [4].".replace("infers", heads.title + " infers"), [source(heads, 4)], embedder)
+    assert support.without_titles(wrong, [heads.title]).startswith("[4] infers")
+    assert not checked.supported(THRESHOLD) and checked.similarity < THRESHOLD
+    assert whole[0].similarity == pytest.approx(checked.similarity)  # where the citation stands does not matter
+    right = support.check(f"{netformer.title} [1] {claim}.", [source(netformer, 1)], embedder)
+    assert right[0].supported(THRESHOLD)
+    # a sentence that is mostly the title is compared as written
+    assert support.without_titles(f"“{heads.title}” [4].", [heads.title]) == f"“{heads.title}” [4]."
