@@ -337,6 +337,11 @@ def candidates(before: dict) -> list[Candidate]:
     base = [n for n in old if n != "named_match" and "*" not in n]
     split = [*base, "named_match", *(f"named*{n}" for n in base)]
     out += [Candidate(f"+named split +dev x{w}", split, w) for w in (3, 10, 30)]
+    # The question's form (abstain.FORM_FEATURES, ninth session): the shipped features without them, and with each
+    form = [n for n in abstain.FEATURES if n not in abstain.FORM_FEATURES]
+    out.append(Candidate("shipped without the form features", form, SHIPPED_DEV_WEIGHT))
+    out += [Candidate(f"shipped without the form features +{n}", [*form, n], SHIPPED_DEV_WEIGHT)
+            for n in abstain.FORM_FEATURES]
     out.append(Candidate("shipped", list(abstain.FEATURES), SHIPPED_DEV_WEIGHT))
     return out
 
