@@ -35,7 +35,8 @@ from rag.config import DEFAULT_POLICY, Settings
 from rag.query.intent import Intent
 from rag.search.retrieve import Retrieval
 from rag.generation import prompts
-from rag.generation.citations import Cleaned, EchoedTags, StreamFilter, clean, finished_part, without_citations
+from rag.generation.citations import (Cleaned, EchoedTags, StreamFilter, cited_sentences, clean, finished_part,
+                                      without_citations)
 from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.generation.support import Checker
 from rag.answering.compare import side_papers
@@ -108,6 +109,7 @@ def _unsure(answer: Answer, reader: Callable[[], Iterator[Delta | Restart]] | No
     answer with citations; if it finds no answer, or fails, the closest papers are shown, unsure."""
     if reader is not None:
         yield from reader()
+        yield from _lead_unsupported(answer)
         if answer.mode == "llm" and answer.outcome == "answered":
             yield from _quoted(answer, quote, passage)
             yield from _also_close(answer)
@@ -123,6 +125,27 @@ def _unsure(answer: Answer, reader: Callable[[], Iterator[Delta | Restart]] | No
     answer.answer, answer.citations = text, [by_n[n] for n in cited]
     answer.conclude("unsure")
     yield Delta(answer.answer)
+
+
+LEAD_UNSUPPORTED = "its first sentence is not supported by the sources it cites"
+
+
+def _lead_unsupported(answer: Answer) -> Iterator[Restart]:
+    """Where the gate is unsure, the reader's answer stands only if its first sentence, the direct answer, is
+    supported by what it cites; else it is taken back (its text was streamed) and the closest papers are shown,
+    unsure. A small reader asked about a topic no paper covers opens by granting the question ("Yes, there are
+    retrieval methods or LLMs for prior-art search when examining patent applications.", Qwen2.5-Coder-1.5B on
+    describe_final7, then a copied abstract about query search with RL [1]): the rest is supported, so the answer
+    passed, and the lead that is no claim of any paper was the answer. An answer with a supported lead keeps the
+    reader's word against the gate's unsure, as before (issue 28 item 3)."""
+    if answer.mode != "llm" or answer.outcome != "answered" or not answer.unsupported:
+        return
+    lead = next(iter(cited_sentences(answer.answer)), None)
+    if lead is None or lead[0] not in answer.unsupported:
+        return
+    answer.fallback_reason = LEAD_UNSUPPORTED
+    answer.mode, answer.answer, answer.citations, answer.unsupported = "extractive", "", [], []
+    yield Restart(LEAD_UNSUPPORTED)
 
 
 ALSO_CLOSE = "Also close to the question:"

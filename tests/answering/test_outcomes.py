@@ -11,7 +11,7 @@ from helpers import COVERED, NEAR_MISS, ROOT, UNCOVERED
 from eval.tune_outcomes import held_out
 
 from rag.answering import abstain
-from rag.answering.compose import ALSO_CLOSE, QUOTED
+from rag.answering.compose import ALSO_CLOSE, LEAD_UNSUPPORTED, QUOTED
 from rag.answering.extractive import NOT_COVERED, UNSURE, unsure_text
 from rag.text import split_sentences
 
@@ -114,6 +114,42 @@ def test_an_llm_answer_to_an_unsure_question_names_the_other_closest_papers(corp
     assert _quote_of(quoted, answer.sources[0]) and quoted.strip().endswith("” [1]")  # then [1]'s own passage
     assert [s.n for s in answer.citations] == closest  # the others are cited after it, once
     assert all(f"“{s.title}” [{s.n}]" in also for s in answer.sources if s.n in closest[1:])
+
+
+# describe_final7 (read): an absent topic the gate is unsure of (a paper on learning search queries is close), and
+# Qwen2.5-Coder-1.5B's raw answer to it: the question granted, then the top paper's abstract copied and cited.
+PATENTS = "Are there retrieval methods or LLMs for prior-art search when examining patent applications?"
+PATENTS_QWEN = (
+    "Yes, there are retrieval methods or LLMs for prior-art search when examining patent applications. The "
+    "hallucinations of large language models (LLMs) are increasingly mitigated by allowing LLMs to search for "
+    "information and to ground their answers in real sources. Unfortunately, LLMs often struggle with posing the "
+    "right search queries, especially when dealing with complex or otherwise indirect topics. Observing that LLMs "
+    "can learn to search for relevant facts by $\\textit{trying}$ different queries and learning to up-weight "
+    "queries that successfully produce relevant results, we introduce $\\underline{Le}$arning to "
+    "$\\underline{Re}$trieve by $\\underline{T}$rying (LeReT), a reinforcement learning framework that explores "
+    "search queries and uses preference-based optimization to improve their quality. LeReT can improve the "
+    "absolute retrieval accuracy by up to 29\\% and the downstream generator evaluations by 17\\%. The simplicity "
+    "and flexibility of LeReT allows it to be applied to arbitrary off-the-shelf retrievers and makes it a "
+    "promising technique for improving general LLM pipelines [1].")
+
+
+def test_where_the_gate_is_unsure_an_llm_answer_whose_first_sentence_is_unsupported_is_taken_back(corpus_engine):
+    from fake_openai import FakeOpenAI
+
+    assert corpus_engine.ask(PATENTS).outcome == "unsure"
+    with FakeOpenAI() as server:
+        engine = corpus_engine.derive(llm_model="fake-chat", llm_base_url=server.base_url, llm_api_key="sk-test",
+                                      llm_max_retries=0, llm_rewrite=False)
+        server.reply = PATENTS_QWEN
+        answer = engine.ask(PATENTS)
+        assert answer.sources[0].title.startswith("Grounding by Trying")
+        assert answer.outcome == "unsure" and answer.mode == "extractive" and answer.fallback_reason == LEAD_UNSUPPORTED
+        assert answer.answer.startswith(UNSURE) and "Yes, there are" not in answer.answer and answer.citations
+        assert any(LEAD_UNSUPPORTED in n for n in answer.notices)
+        # the same text without the granted question: its lead is the paper's, supported, and the answer stands
+        server.reply = PATENTS_QWEN.split(". ", 1)[1]
+        kept = engine.ask(PATENTS)
+        assert kept.mode == "llm" and kept.outcome == "answered" and kept.answer.startswith("The hallucinations")
 
 
 def _quote_of(quoted: str, source, nearest: bool = True) -> list[str]:
