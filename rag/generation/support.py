@@ -3,7 +3,8 @@
 Models paraphrase, so a sentence is compared with the cited abstracts in three ways, and a sentence is
 *unsupported* when any of them fails:
 - meaning: its best cosine (MiniLM, sentences embedded on their own, like with like) to a sentence of the cited
-  abstracts is below `Settings.support_threshold`;
+  abstracts is below `Settings.support_threshold`; the claim is compared without the cited papers' titles
+  (`without_titles`: a title shares its abstract's words, whatever the rest of the claim says);
 - numbers: it states a number ("2,048 tasks", "12x", "2/3") that no cited abstract or title contains. Paraphrase
   keeps numbers; an invented or misremembered figure is what this catches and meaning cannot;
 - names: it names a method or benchmark (a word like MathCheck, HyPER, GPT-4o, CD-T) that no cited abstract or
