@@ -305,11 +305,19 @@ NOT_COVERED_AT: float = float(CUTS.get("not_covered_at", THRESHOLD))
 LOW_CONFIDENCE: Literal["unsure", "not_covered"] = "unsure" if CUTS.get("low_confidence") == "unsure" else "not_covered"
 
 
-def probability(retrieval: Retrieval) -> float:
-    """How likely the retrieved papers do not answer the question (0..1); 0.0 when no model is fitted."""
+_FORM_AT = [FEATURES.index(name) for name in FORM_FEATURES]
+
+
+def probability(retrieval: Retrieval, form: bool = True) -> float:
+    """How likely the retrieved papers do not answer the question (0..1); 0.0 when no model is fitted.
+    `form=False`: as if the question's form said nothing (FORM_FEATURES at 0, their value for a search): what the
+    retrieval alone says (`rag.answering.extractive.decide`)."""
     if not WEIGHTS:
         return 0.0
-    x = (features(retrieval) - np.asarray(MEAN)) / np.asarray(SCALE)
+    raw = features(retrieval)
+    if not form:
+        raw[_FORM_AT] = 0.0
+    x = (raw - np.asarray(MEAN)) / np.asarray(SCALE)
     return float(1.0 / (1.0 + math.exp(-(float(x @ np.asarray(WEIGHTS)) + BIAS))))
 
 

@@ -17,6 +17,23 @@ from rag.text import split_sentences
 
 
 
+# describe_final7 (read): an absent topic the gate is unsure of (a paper on learning search queries is close), and
+# Qwen2.5-Coder-1.5B's raw answer to it: the question granted, then the top paper's abstract copied and cited.
+PATENTS = "Are there retrieval methods or LLMs for prior-art search when examining patent applications?"
+PATENTS_QWEN = (
+    "Yes, there are retrieval methods or LLMs for prior-art search when examining patent applications. The "
+    "hallucinations of large language models (LLMs) are increasingly mitigated by allowing LLMs to search for "
+    "information and to ground their answers in real sources. Unfortunately, LLMs often struggle with posing the "
+    "right search queries, especially when dealing with complex or otherwise indirect topics. Observing that LLMs "
+    "can learn to search for relevant facts by $\\textit{trying}$ different queries and learning to up-weight "
+    "queries that successfully produce relevant results, we introduce $\\underline{Le}$arning to "
+    "$\\underline{Re}$trieve by $\\underline{T}$rying (LeReT), a reinforcement learning framework that explores "
+    "search queries and uses preference-based optimization to improve their quality. LeReT can improve the "
+    "absolute retrieval accuracy by up to 29\\% and the downstream generator evaluations by 17\\%. The simplicity "
+    "and flexibility of LeReT allows it to be applied to arbitrary off-the-shelf retrievers and makes it a "
+    "promising technique for improving general LLM pipelines [1].")
+
+
 def test_the_cut_points_are_data_with_the_sets_that_chose_them():
     shipped = json.loads((ROOT / "rag" / "answering" / abstain.GATE_FILE).read_text(encoding="utf-8"))
     cuts = shipped["outcomes"]
@@ -78,21 +95,34 @@ def test_with_an_llm_an_unsure_question_is_read_by_it_and_its_cited_answer_stand
 
     with FakeOpenAI() as server:
         engine = corpus_engine.derive(llm_model="fake-chat", llm_base_url=server.base_url, llm_api_key="sk-test",
-                                      llm_max_retries=0, llm_rewrite=False)  # the answer step's calls alone
-        answer = engine.ask(NEAR_MISS)
+                                      llm_max_retries=0, llm_rewrite=False,  # the answer step's calls alone
+                                      **UNSURE_CUT)
+        answer = engine.ask(UNSURE_SEVERAL)
         assert server.chat_requests(), "the LLM was asked"
         assert answer.mode == "llm" and answer.outcome == "answered" and answer.citations
         server.mode = "no_answer"
-        answer = engine.ask(NEAR_MISS)
+        answer = engine.ask(UNSURE_SEVERAL)
         assert answer.outcome == "unsure" and answer.llm_no_answer and answer.mode == "extractive"
         assert answer.answer.startswith(UNSURE) and answer.citations
         uncovered = engine.ask(UNCOVERED)
         assert uncovered.outcome == "not_covered" and len(server.chat_requests()) == 2  # not sent: nothing is close
+        # A question whose form alone puts it past the cut (does a close paper's work go further?) is unsure, and
+        # the reader is not asked: a small one grants the premise (extractive.form_doubts).
+        server.mode = "normal"
+        near = corpus_engine.derive(llm_model="fake-chat", llm_base_url=server.base_url, llm_api_key="sk-test",
+                                    llm_max_retries=0, llm_rewrite=False).ask(NEAR_MISS)
+        assert near.outcome == "unsure" and near.mode == "extractive" and len(server.chat_requests()) == 2
+        assert near.answer.startswith(UNSURE) and near.citations[0].title.startswith("CatVTON")
+        assert any("the LLM was not asked" in n for n in near.notices)
 
 
-# describe_dev: the gate is unsure of it (0.26-0.78) and three papers are close (the gold one, rank 1, among them)
+# describe_dev: three papers are close (the gold one, rank 1, among them); its gate probability (0.28 with the gate
+# of the ninth session, 0.26-0.78 with earlier ones) is in the unsure zone once the unsure cut is set below it, which
+# the tests of that zone do (UNSURE_CUT: `abstain_model_threshold`, the documented setting), so a refit that moves
+# the cut points does not move the question out of the zone they test.
 UNSURE_SEVERAL = ("Is there a benchmark for phone-operating agents built on multimodal LLMs, with apps in two "
                   "languages and an automatic scorer?")
+UNSURE_CUT = {"abstain_model_threshold": 0.2}
 
 
 def test_an_llm_answer_to_an_unsure_question_names_the_other_closest_papers(corpus_engine):
@@ -100,10 +130,10 @@ def test_an_llm_answer_to_an_unsure_question_names_the_other_closest_papers(corp
     # answer would cite are named after its answer, on the app's line, cited.
     from fake_openai import FakeOpenAI
 
-    assert corpus_engine.ask(UNSURE_SEVERAL).outcome == "unsure"
+    assert corpus_engine.derive(**UNSURE_CUT).ask(UNSURE_SEVERAL).outcome == "unsure"
     with FakeOpenAI() as server:
         engine = corpus_engine.derive(llm_model="fake-chat", llm_base_url=server.base_url, llm_api_key="sk-test",
-                                      llm_max_retries=0, llm_rewrite=False)
+                                      llm_max_retries=0, llm_rewrite=False, **UNSURE_CUT)
         answer = engine.ask(UNSURE_SEVERAL)
     assert answer.mode == "llm" and answer.outcome == "answered"
     _, closest = unsure_text(answer.sources)
@@ -114,23 +144,6 @@ def test_an_llm_answer_to_an_unsure_question_names_the_other_closest_papers(corp
     assert _quote_of(quoted, answer.sources[0]) and quoted.strip().endswith("” [1]")  # then [1]'s own passage
     assert [s.n for s in answer.citations] == closest  # the others are cited after it, once
     assert all(f"“{s.title}” [{s.n}]" in also for s in answer.sources if s.n in closest[1:])
-
-
-# describe_final7 (read): an absent topic the gate is unsure of (a paper on learning search queries is close), and
-# Qwen2.5-Coder-1.5B's raw answer to it: the question granted, then the top paper's abstract copied and cited.
-PATENTS = "Are there retrieval methods or LLMs for prior-art search when examining patent applications?"
-PATENTS_QWEN = (
-    "Yes, there are retrieval methods or LLMs for prior-art search when examining patent applications. The "
-    "hallucinations of large language models (LLMs) are increasingly mitigated by allowing LLMs to search for "
-    "information and to ground their answers in real sources. Unfortunately, LLMs often struggle with posing the "
-    "right search queries, especially when dealing with complex or otherwise indirect topics. Observing that LLMs "
-    "can learn to search for relevant facts by $\\textit{trying}$ different queries and learning to up-weight "
-    "queries that successfully produce relevant results, we introduce $\\underline{Le}$arning to "
-    "$\\underline{Re}$trieve by $\\underline{T}$rying (LeReT), a reinforcement learning framework that explores "
-    "search queries and uses preference-based optimization to improve their quality. LeReT can improve the "
-    "absolute retrieval accuracy by up to 29\\% and the downstream generator evaluations by 17\\%. The simplicity "
-    "and flexibility of LeReT allows it to be applied to arbitrary off-the-shelf retrievers and makes it a "
-    "promising technique for improving general LLM pipelines [1].")
 
 
 def test_where_the_gate_is_unsure_an_llm_answer_whose_first_sentence_is_unsupported_is_taken_back(corpus_engine):
