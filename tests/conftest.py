@@ -158,6 +158,44 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+# `make test` gives each worker whole files (--dist loadfile), and xdist hands them out largest test count first:
+# a file of one or two long tests (a kill -9 trial, a wheel build) came last and ran alone while the other worker
+# idled (a whole run ended with tests/test_crash.py's one 56 s test running alone). The files that take longest are
+# handed out first instead (longest processing time first), by these seconds (`make test` on 2 cores beside another
+# job, `--junitxml` per-test times summed per file; files of 10 s and more); any other file counts 0.2 s a test.
+# A stale number only changes the order files start in, never what runs.
+FILE_SECONDS: dict[str, float] = {
+    "tests/web/test_web.py": 250, "tests/test_cli.py": 215, "tests/generation/test_llm.py": 213,
+    "tests/generation/test_llm_real.py": 178, "tests/reliability/test_service.py": 139,
+    "tests/reliability/test_store_faults.py": 118, "tests/test_serve.py": 105, "tests/evaluation/test_eval.py": 75,
+    "tests/store/test_index.py": 65, "tests/store/test_snapshot.py": 64, "tests/test_mcp.py": 63,
+    "tests/test_prebuilt.py": 61, "tests/reliability/test_bad_input.py": 58, "tests/test_crash.py": 56,
+    "tests/explore/test_explore.py": 41, "tests/reliability/test_network.py": 40,
+    "tests/answering/test_answer.py": 35, "tests/web/test_map_web.py": 25, "tests/test_text.py": 24,
+    "tests/test_wheel.py": 22, "tests/answering/test_abstain.py": 21, "tests/generation/test_support.py": 17,
+    "tests/store/test_mpnet.py": 17, "tests/query/test_intent.py": 16, "tests/test_credentials.py": 16,
+    "tests/generation/test_models.py": 14, "tests/web/test_outcomes_web.py": 12,
+    "tests/search/test_mpnet_ranking.py": 11,
+}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's loadfile scheduling, longest files first (FILE_SECONDS)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LongestFirst(LoadFileScheduling):
+        def _assign_work_unit(self, node):
+            def seconds(scope: str) -> float:
+                return FILE_SECONDS.get(scope, 0.2 * len(self.workqueue[scope]))
+
+            self.workqueue.move_to_end(max(self.workqueue, key=seconds), last=False)
+            super()._assign_work_unit(node)
+
+    return LongestFirst(config, log)
+
+
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory):
     """A real Chroma server (`chroma run` of this venv's chromadb) on 127.0.0.1 and a free port; its URL."""

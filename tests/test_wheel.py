@@ -22,9 +22,12 @@ from fake_openai import FakeOpenAI
 pytestmark = pytest.mark.slow
 SAE = "Is there work on making sparse autoencoders cheaper to train?"
 # What a source checkout holds that a wheel build must not need (the wheel is built from a copy without them); the
-# mpnet weights (rag/models/mpnet/, 438 MB) and their downloaded parts (.cache/) are not package data either.
-NOT_BUILT_FROM = (".git", ".venv", ".rag", "*.egg-info", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache",
-                  ".ruff_cache", "tests", "eval", "bench", "docs", "seeds", ".cache", "model.safetensors")
+# mpnet weights (rag/models/mpnet/, 438 MB) and their downloaded parts (.cache/) are not package data either, nor are
+# the other git-ignored local directories: the llama.cpp venv (.venv-llm, which `make test` builds first: hundreds
+# of MB, copied for nothing before), eval and soak indexes, hypothesis' database.
+NOT_BUILT_FROM = (".git", ".venv", ".venv-llm", ".rag", ".rag-eval", ".rag-soak", ".hypothesis", ".gradio",
+                  "*.egg-info", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "tests",
+                  "eval", "bench", "docs", "seeds", ".cache", "model.safetensors")
 
 
 @pytest.fixture(scope="module")
