@@ -308,17 +308,23 @@ LOW_CONFIDENCE: Literal["unsure", "not_covered"] = "unsure" if CUTS.get("low_con
 _FORM_AT = [FEATURES.index(name) for name in FORM_FEATURES]
 
 
-def probability(retrieval: Retrieval, form: bool = True) -> float:
-    """How likely the retrieved papers do not answer the question (0..1); 0.0 when no model is fitted.
-    `form=False`: as if the question's form said nothing (FORM_FEATURES at 0, their value for a search): what the
-    retrieval alone says (`rag.answering.extractive.decide`)."""
+def probability(retrieval: Retrieval) -> float:
+    """How likely the retrieved papers do not answer the question (0..1); 0.0 when no model is fitted."""
+    return probabilities(retrieval)[0]
+
+
+def probabilities(retrieval: Retrieval) -> tuple[float, float]:
+    """(`probability`, the same as if the question's form said nothing: FORM_FEATURES at 0, their value for a
+    search), from one feature vector: the second is what the retrieval alone says (`rag.answering.extractive`'s
+    `form_doubts`). (0.0, 0.0) when no model is fitted."""
     if not WEIGHTS:
-        return 0.0
+        return 0.0, 0.0
     raw = features(retrieval)
-    if not form:
-        raw[_FORM_AT] = 0.0
-    x = (raw - np.asarray(MEAN)) / np.asarray(SCALE)
-    return float(1.0 / (1.0 + math.exp(-(float(x @ np.asarray(WEIGHTS)) + BIAS))))
+    formless = raw.copy()
+    formless[_FORM_AT] = 0.0
+    x = (np.vstack([raw, formless]) - np.asarray(MEAN)) / np.asarray(SCALE)
+    logits = x @ np.asarray(WEIGHTS) + BIAS
+    return float(1.0 / (1.0 + math.exp(-logits[0]))), float(1.0 / (1.0 + math.exp(-logits[1])))
 
 
 def applies(retrieval: Retrieval) -> bool:

@@ -69,8 +69,8 @@ def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
     if not abstain.applies(retrieval):
         return "not_covered" if weak else "answered"
     unsure_at, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
-    p = abstain.probability(retrieval)
-    if p >= not_covered_at and (not form_doubts(retrieval, settings) or weak):
+    p, formless = abstain.probabilities(retrieval)
+    if p >= not_covered_at and (weak or not p >= unsure_at > formless):  # not covered, unless `form_doubts`
         return "not_covered"
     if weak:
         return abstain.LOW_CONFIDENCE
@@ -88,7 +88,8 @@ def form_doubts(retrieval: Retrieval, settings: Settings) -> bool:
     if not abstain.applies(retrieval):
         return False
     unsure_at, _ = abstain.cut_points(settings.abstain_model_threshold)
-    return abstain.probability(retrieval) >= unsure_at > abstain.probability(retrieval, form=False)
+    p, formless = abstain.probabilities(retrieval)
+    return p >= unsure_at > formless
 
 
 def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
