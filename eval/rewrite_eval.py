@@ -31,9 +31,11 @@ from rag.config import Settings  # noqa: E402
 from rag.engine import Engine  # noqa: E402
 from rag.evaluation.harness import load_questions, matches  # noqa: E402
 from rag.generation import rewrite as rewriting  # noqa: E402
+from rag.answering import abstain  # noqa: E402
 from rag.search.retrieve import RetrievalParams  # noqa: E402
 
 K = 10
+CONFIDENT_CUTS = (0.05, 0.1, 0.2, 0.3)
 # name -> (fusion, weight); "question alone" is the app without the rewrite
 VARIANTS: dict[str, tuple[str, float] | None] = {
     "question alone": None,
@@ -101,6 +103,7 @@ def main() -> int:
         ranks = {name: rank_of(engine, plan.search, plan.filters, q["gold"], variant, search)
                  for name, variant in VARIANTS.items()}
         rows.append({"qid": q["qid"], "set": q["set"], "named": first.named_match, "rewrite": search,
+                     "p": round(abstain.probability(first), 4) if abstain.applies(first) else None,
                      "ms": reply["ms"], "load": reply["load"], "fallback": reply["fallback"], "ranks": ranks})
         print(f"{i + 1}/{len(questions)} {q['qid']} {reply['ms'] / 1000:.1f}s load {reply['load']} "
               f"alone {ranks['question alone']} rrf0.5 {ranks['rrf 0.5']} | {search[:100]}", file=sys.stderr)
@@ -110,14 +113,23 @@ def main() -> int:
              "(`rag.generation.rewrite.needed`).", "",
              "| set | variant | hit@1 | hit@5 | mrr |", "|---|---|---|---|---|"]
     variants = list(VARIANTS) + [f"{name} + skip" for name in VARIANTS if VARIANTS[name] and name != "rewrite alone"]
+    # Skipping the call where the first pass is already confident: the gate's probability of "not covered" under a cut
+    variants += [f"rrf 0.3 + skip p<{cut}" for cut in CONFIDENT_CUTS]
     result: dict[str, dict] = {}
     for name in sorted({r["set"] for r in rows}) + ["all"]:
         chosen = [r for r in rows if name in ("all", r["set"])]
         for variant in variants:
             base, skip = variant.removesuffix(" + skip"), variant.endswith(" + skip")
-            ranks = [r["ranks"]["question alone" if skip and r["named"] else base] for r in chosen]
+            cut = float(variant.rsplit("p<", 1)[1]) if "p<" in variant else None
+            if cut is not None:
+                skipped = [r["named"] or (r.get("p") is not None and r["p"] < cut) for r in chosen]
+                ranks = [r["ranks"]["question alone" if s else "rrf 0.3"] for r, s in zip(chosen, skipped)]
+                note = f" (call skipped for {sum(skipped)} of {len(chosen)})"
+            else:
+                ranks = [r["ranks"]["question alone" if skip and r["named"] else base] for r in chosen]
+                note = ""
             result.setdefault(name, {})[variant] = s = summary(ranks)
-            lines.append(f"| {name} | {variant} | {s['hit@1']:.3f} | {s['hit@5']:.3f} | {s['mrr']:.3f} |")
+            lines.append(f"| {name} | {variant}{note} | {s['hit@1']:.3f} | {s['hit@5']:.3f} | {s['mrr']:.3f} |")
     called = [r for r in rows if not r["fallback"]]
     ms = sorted(r["ms"] for r in rows)
     loads = [r["load"] for r in rows]

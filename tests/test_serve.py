@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -63,19 +64,33 @@ def test_a_second_process_adding_papers_to_the_same_store_is_refused_while_the_f
     assert engine.ingest([SEEDS]).added == 38
 
 
-def test_a_background_ingest_is_searchable_as_it_goes_and_resumes_after_a_restart(tmp_path):
+def test_a_background_ingest_is_searchable_as_it_goes_and_resumes_after_a_restart(tmp_path, monkeypatch):
     settings = Settings(data_dir=tmp_path / "index")
     engine = Engine(settings, serving=True)
     engine.ingest([DATA / "papers_small.jsonl"])
+    # The 38 seeds can be stored before a question is answered: the indexing thread waits, after the first batch it
+    # made searchable, until a question asked meanwhile has been answered (at most 30 s; then the test fails).
+    asked, refresh = threading.Event(), engine._refresh
+
+    def refresh_then_wait() -> None:
+        refresh()
+        if threading.current_thread() is not threading.main_thread() and not asked.is_set():
+            asked.wait(30)
+            asked.set()
+
+    monkeypatch.setattr(engine, "_refresh", refresh_then_wait)
     thread = engine.index_in_background([SEEDS], refresh_every=0.0)
-    seen_notice = False
+    seen_notice, searched = False, 0
     while thread.is_alive():
         answer = engine.ask("protein structure generation")
-        seen_notice |= any("indexed so far" in n for n in answer.notices)
+        if any("indexed so far" in n for n in answer.notices):
+            seen_notice, searched = True, max(searched, engine.index.count())
+            asked.set()
         time.sleep(0.2)
     assert engine.indexing.summary.startswith("added 38") and not engine.indexing.failed
     assert engine.indexing.total == 46 and engine.index.count() == 46
     assert seen_notice  # answers given meanwhile said they searched part of the collection
+    assert searched > 8  # ... which had grown past the 8 papers there before
     assert not any("indexed so far" in n for n in engine.ask("protein structure generation").notices)
 
     restarted = Engine(settings, serving=True)  # a restart: nothing is embedded again
