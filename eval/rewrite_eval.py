@@ -122,7 +122,7 @@ def main() -> int:
             base, skip = variant.removesuffix(" + skip"), variant.endswith(" + skip")
             cut = float(variant.rsplit("p<", 1)[1]) if "p<" in variant else None
             if cut is not None:
-                skipped = [r["named"] or (r.get("p") is not None and r["p"] < cut) for r in chosen]
+                skipped = [bool(r["named"]) or (r.get("p") is not None and r["p"] < cut) for r in chosen]
                 ranks = [r["ranks"]["question alone" if s else "rrf 0.3"] for r, s in zip(chosen, skipped)]
                 note = f" (call skipped for {sum(skipped)} of {len(chosen)})"
             else:
