@@ -41,6 +41,7 @@ from rag.explore.related import PaperNotFound, Related, explorer, find_paper
 from rag.explore.topicmap import TopicMap, topic_map
 from rag.generation import prompts, support
 from rag.generation.llm import ChatClient, LLMError
+from rag.answering import abstain
 from rag.answering.collection import answer_topics, related_answer
 from rag.answering.compose import compose
 from rag.answering.extractive import MAX_LISTED, passes_bar, should_abstain
@@ -597,7 +598,9 @@ class Engine:
             k = max(k, min(MAX_K, self.settings.candidates))
         loaded = time.perf_counter()
         retrieval, lead, filters = self._retrieve(intent, search, k, filters, focus)
-        if llm is not None and self._rewrites(plan) and intent.has_topic and rewriting.needed(retrieval.named_match):
+        if llm is not None and self._rewrites(plan) and intent.has_topic and rewriting.needed(
+                retrieval.named_match, abstain.probability(retrieval) if abstain.applies(retrieval) else None,
+                self.settings.policy.rewrite_confident_below):
             plan.rewrite = rewriting.ask(llm, self.templates, question)
             plan.fallback = plan.rewrite.fallback
         if plan.rewrite is not None and plan.rewrite.search:  # searched beside the question, fused

@@ -55,6 +55,9 @@ CONFIGS: dict[str, dict[str, Any]] = {  # name -> settings overrides; "hybrid" i
     # (rag/generation/rewrite.py);
     # this is the same run without that call, to measure what it adds (eval/rewrite_eval.py measures retrieval alone).
     "hybrid-no-rewrite": {"retrieval": "hybrid", "llm_rewrite": False},
+    # ... and with that call for every question, also where the first retrieval is already confident (the app skips
+    # it there: AnswerPolicy.rewrite_confident_below).
+    "hybrid-rewrite-always": {"retrieval": "hybrid", "policy": {"rewrite_confident_below": 0.0}},
 }
 METRICS = ["hit@1", "hit@5", "mrr", "ndcg@10", "multi_recall@10", "abstention_on_none", "false_refusal",
            "cited_gold", "cite_precision", "fabricated", "answer_facts", "ms_p50", "ms_p95"]

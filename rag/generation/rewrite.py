@@ -61,10 +61,13 @@ class Rewrite:
     raw: str = ""  # the model's reply as sent (for `eval/rewrite_eval.py`; never searched or shown as it is)
 
 
-def needed(named_match: str) -> bool:
+def needed(named_match: str, doubt: float | None = None, confident_below: float = 0.0) -> bool:
     """Whether a fresh question is worth a rewrite call: not when its first retrieval already found a paper by a rare
-    name the question gives (`Retrieval.named_match`: "How does CatVTON work?")."""
-    return not named_match
+    name the question gives (`Retrieval.named_match`: "How does CatVTON work?"), nor when the learned gate's `doubt`
+    that the retrieval answers it (`rag.answering.abstain.probability`; None where the gate does not apply) is
+    below `confident_below` (`AnswerPolicy.rewrite_confident_below`: the call rarely moves a confident top 5, and it
+    is a quarter of a small local model's answer time)."""
+    return not named_match and (doubt is None or doubt >= confident_below)
 
 
 def transcript(turns: list[dict]) -> str:

@@ -130,3 +130,26 @@ def test_the_setting_turns_it_off(embedded_seed_engine, server):
 ])
 def test_a_reply_is_read_as_data(reply, followup, expected):
     assert rewriting.parse(reply, "", followup) == expected
+
+
+def test_a_confident_first_retrieval_skips_the_call_and_a_doubtful_one_makes_it(corpus_engine, server):
+    """At 2,114 papers the learned gate speaks: where it is sure the first retrieval answers (doubt below
+    `AnswerPolicy.rewrite_confident_below`), the rewrite would rarely move the top 5 and is not asked; where it
+    doubts, it is; at 0 every question is rewritten (the harness's "hybrid-rewrite-always")."""
+    from rag.answering import abstain
+    from rag.search.retrieve import RetrievalParams
+
+    engine = engine_at(corpus_engine, server.base_url)
+    cut = engine.settings.policy.rewrite_confident_below
+    sure, doubtful = SAE, "Is there work on predicting the ripening of bananas from photos?"
+    params = RetrievalParams.from_settings(engine.settings, k=engine.settings.k)
+    doubts = {q: abstain.probability(corpus_engine.retriever.retrieve(q, params)) for q in (sure, doubtful)}
+    assert doubts[sure] < cut <= doubts[doubtful], doubts
+    answer = engine.ask(sure)
+    assert rewrites(server) == [] and "rewrite_ms" not in answer.timings
+    assert "sparse autoencoders" in answer.sources[0].title.lower()
+    answer = engine.ask(doubtful)
+    assert len(rewrites(server)) == 1 and answer.timings["rewrite_ms"] > 0
+    always = engine_at(corpus_engine, server.base_url, policy={"rewrite_confident_below": 0.0})
+    always.ask(sure)
+    assert len(rewrites(server)) == 2
