@@ -22,8 +22,10 @@ from rag.config import Settings  # noqa: E402
 from rag.engine import Engine  # noqa: E402
 from rag.evaluation.harness import load_questions, matches  # noqa: E402
 from rag.query import zh  # noqa: E402
+from eval.tune_outcomes import held_out  # noqa: E402
 
-VARIANTS = {"glossary alone": (False, 2), "dictionary, 1 sense": (True, 1), "dictionary, 2 senses": (True, 2), "dictionary, 3 senses": (True, 3)}
+VARIANTS = {"glossary alone": (False, 2), "dictionary, 1 sense": (True, 1), "dictionary, 2 senses": (True, 2),
+            "dictionary, 3 senses": (True, 3)}
 
 
 def main() -> int:
@@ -33,7 +35,7 @@ def main() -> int:
     parser.add_argument("--held-out", action="store_true",
                         help="allow held-out sets: once, after the variant was chosen on dev")
     args = parser.parse_args()
-    if not args.held_out and any("heldout" in p.name or "final8" in p.name or "final9" in p.name for p in args.sets):
+    if not args.held_out and any(held_out(p.stem) for p in args.sets):
         raise SystemExit("error: dev sets only (the variant is chosen on what this prints)")
     engine = Engine(Settings.load(data_dir=args.data_dir))
     engine.require_index()

@@ -44,17 +44,20 @@ _lock = threading.Lock()
 #: Words of a Chinese question that frame it rather than name its topic: never looked up in the dictionary (their
 #: senses, "Is there a ...?", "paper; treatise; thesis", would only add noise to the search).
 GLUE = frozenset("""
-有没有 有无 是否 能否 可否 可以 能够 哪些 哪个 哪篇 哪种 什么 怎么 怎样 如何 为什么 为何 多少 几个 是不是 有没 还是 或者 以及
-论文 文章 工作 研究 方法 方式 一种 一个 一篇 一些 这个 那个 这篇 那篇 这些 那些 这种 那种 某种 某个 我们 他们 它们 作者
-提出 使用 利用 通过 根据 基于 关于 针对 用于 用来 用到 进行 实现 得到 给出 出来 起来 一下 之间 之后 之前 其中 以及 而且
-并且 但是 不过 如果 虽然 因为 所以 从而 因此 同时 已经 还有 没有 不是 就是 只是 只有 真的 到底 比如 例如 等等 专门
+有没有 有无 是否 能否 可否 可以 能够 哪些 哪个 哪篇 哪种 什么 怎么 怎样 如何
+为什么 为何 多少 几个 是不是 有没 还是 或者 以及 论文 文章 工作 研究 方法
+方式 一种 一个 一篇 一些 这个 那个 这篇 那篇 这些 那些 这种 那种 某种 某个
+我们 他们 它们 作者 提出 使用 利用 通过 根据 基于 关于 针对 用于 用来 用到
+进行 实现 得到 给出 出来 起来 一下 之间 之后 之前 其中 而且 并且 但是 不过
+如果 虽然 因为 所以 从而 因此 同时 已经 还有 没有 不是 就是 只是 只有 真的
+到底 比如 例如 等等 专门
 """.split())
 _DEFINITION_SKIP = re.compile(r"^(CL:|see |variant of|old variant|surname|abbr\.|also written|also pr\.|used in|"
                               r"\(old\)|\(slang\)|\(Tw\)|\(dialect\)|\(archaic\)|\(literary\)|\(onom\.\))")
 _PARENS = re.compile(r"\([^()]*\)|\[[^\]]*\]")
 _ENGLISH = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
-_GLOSS_STOP = frozenset("a an the of to or and sb sth one's oneself something someone etc is are be do does did have has "
-                        "there it its as in on at for by with from".split())
+_GLOSS_STOP = frozenset("a an the of to or and sb sth one's oneself something someone etc is are be do does did "
+                        "have has there it its as in on at for by with from".split())
 USE_DICTIONARY = True  # off only to measure what the dictionary adds (eval/zh_dictionary_eval.py)
 SENSES = 2  # the first senses of a word's first entry that are searched (a dictionary lists the common ones first)
 DICTIONARY_SPAN = 4  # the longest dictionary word looked for inside a run of characters jieba did not join
