@@ -257,8 +257,11 @@ class Settings(BaseModel):
                           "(rag/generation/rewrite.py); a follow-up's standalone rewrite is the same call. Off: the "
                           "question alone is searched (quicker on a CPU server).")
     llm_papers: int = Field(
-        5, ge=1, le=50, description="The top papers the LLM reads (the others still show as sources; "
-                                    "rag/answering/context.py).")
+        3, ge=1, le=50, description="The top papers the LLM reads (the others still show as sources; "
+        "rag/answering/context.py). 3, not 5: with Qwen2.5-Coder-1.5B on 2 cores, on the dev LLM subsets of "
+        "describe_final7 and describe_final8 (26 answerable questions) facts 0.692 -> 0.750, gold cited 0.769 -> "
+        "0.846, p50 18.8 -> 18.0 s; held out (describe_final9's subset, 13) facts 0.769 both, gold cited 0.846 -> "
+        "0.923, p50 21.5 -> 14.7 s, one more answer fell back (eval/README.md). A large remote model may read more.")
     llm_context: Literal["passages", "abstracts"] = Field(
         "passages", description="What the LLM reads of each paper: its title and the passage that matches the "
                                 "question (a third of the prompt tokens: a CPU server's latency), or the whole "
