@@ -39,7 +39,7 @@ def test_the_cut_points_are_data_with_the_sets_that_chose_them():
     cuts = shipped["outcomes"]
     assert 0 < abstain.UNSURE_AT == cuts["unsure_at"] <= abstain.NOT_COVERED_AT == cuts["not_covered_at"] <= 1.01
     # Chosen on dev sets only: the read description sets count as dev now (describe_final9 since its held-out run);
-    # a describe_final10 would never be tuned on.
+    # describe_final10 is never tuned on.
     chosen = re.findall(r"[a-z]+_[a-z0-9_]+", cuts["chosen_on"].split("(")[0])
     assert "describe_dev" in chosen and "describe_final4" in chosen
     assert not any(held_out(name) for name in chosen)
