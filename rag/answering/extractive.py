@@ -344,6 +344,8 @@ def explained(retrieval: Retrieval, settings: Settings, single_paper: bool = Fal
     chosen = window[:settings.max_answer_sentences] or explain_order.within_papers(retrieval, chosen, quotable)
     if one_paper:  # ... and the sentence holding the figure or result the question asks for, if not quoted yet
         chosen = explain_order.with_asked(retrieval, chosen, quotable)
+    if not follow_up:  # the best-ranked paper's sentence giving an asked figure, cause or remedy
+        chosen = explain_order.with_top_asked(retrieval, chosen, quotable)
     # ... and the sentence listing or naming what a "which (three) X" question asks for, if none quoted does
     chosen = explain_order.with_named(retrieval, chosen, quotable)
     # A sentence is quoted once: two papers can share one (a user's file and the bundled list holding the same

@@ -52,3 +52,36 @@ def test_a_follow_up_asking_what_kinds_quotes_the_sentence_listing_them(corpus_e
     for question in ("What does LLMCert-B certify?", "What guarantees does uniINF achieve?",
                      "What is the main idea of StartGrad?", "Which papers use diffusion models?"):
         assert asked_things(question) == ([], ""), question
+
+
+# The asked figure, cause or remedy of a description-style question (issue 29: facts stated), from describe_dev and
+# describe_final2/9 (dev sets): the sentence that holds it joins the answer, beside the others.
+
+def test_a_second_sentence_asking_what_rate_quotes_the_figure(corpus_engine):
+    # "... code search? What pass rate ...": the capitalised "What" starting the second sentence is not a name, so
+    # the question still asks for a figure once its names are masked.
+    answer = corpus_engine.ask("Does having an LLM first brainstorm ideas and plans in plain English, then write code "
+                               "from them, help repeated-sampling code search? What pass rate does it reach on a "
+                               "leak-free competitive programming set?")
+    assert answer.citations[0].title == "Planning in Natural Language Improves LLM Search for Code Generation"
+    assert "pass@200 of 77.0% on LiveCodeBench" in answer.answer
+
+
+def test_a_figure_question_answered_from_several_papers_quotes_the_best_ranked_ones_figure(corpus_engine):
+    answer = corpus_engine.ask("How fast does the feed-forward method that builds a drivable 3D human from a few "
+                               "photos, mixing a mesh with Gaussian splats, render at high resolution, and how long "
+                               "does building it take?")
+    assert len(answer.citations) > 1 and answer.citations[0].title.startswith("LIFe-GoM")
+    assert "renders views with 95.1FPS" in answer.answer and "in less than 1s" in answer.answer
+
+
+def test_a_why_question_quotes_the_sentence_giving_the_cause(corpus_engine):
+    answer = corpus_engine.ask("Why do pairwise preference-optimization losses for LLM alignment tend to be unstable "
+                               "and touchy about settings, particularly on mathematical reasoning data?")
+    assert "these issues arise from the unidirectional likelihood-derivative negative feedback" in answer.answer
+
+
+def test_a_how_can_question_quotes_the_best_ranked_papers_contribution(corpus_engine):
+    answer = corpus_engine.ask("How can a deep network that recovers camera positions and 3D structure from many "
+                               "photos cope with lots of wrong point matches?")
+    assert "multiview inlier/outlier classification module" in answer.answer
