@@ -11,9 +11,10 @@ one) and 135-149 (near misses); describe_final 151-214 (answerable) and 215-230 
 describe_final4 391-454 (answerable) and 455-470 (near misses), describe_final5 471-534 (answerable) and 535-550
 (near misses), describe_final6 551-614 (answerable) and 615-630 (near misses), describe_final7 631-694 (answerable)
 and 695-710 (near misses), describe_final8 711-774 (answerable) and 775-790 (near misses), describe_final9 791-854
-(answerable) and 855-870 (near misses), describe_final10 871-934 (answerable) and 935-950 (near misses), none
-skipped in any of the ten. The describe sets' own papers are not excluded (`SETS` is skipped), so adding a describe
-set leaves the order unchanged. Each question records its `position`. Prints position, id and title.
+(answerable) and 855-870 (near misses), describe_final10 871-934 (answerable) and 935-950 (near misses),
+describe_final11 951-1014 (answerable) and 1015-1030 (near misses), none skipped in any of the eleven. The
+describe sets' own papers are not excluded (`SETS` is skipped), so adding a describe set leaves the order
+unchanged. Each question records its `position`. Prints position, id and title.
 """
 
 from __future__ import annotations
