@@ -77,6 +77,16 @@ class AnswerPolicy(BaseModel):
         "0.854 / 1.000 (60 of 82 skipped); below 0.3: 0.854 / 1.000 (70 skipped); question alone 0.854 / 0.988. "
         "0.2 keeps hit@5 and skips 73% of the calls. 0 rewrites every question (a small collection, where the "
         "gate does not apply, always does).")
+    lead_check_answered: bool = Field(
+        True, description="Where the gate found the question answerable too (not only where it was unsure), an LLM "
+        "answer whose first sentence is not supported by what it cites is taken back and the closest papers are "
+        "shown, unsure (rag/answering/compose.py _lead_unsupported). Qwen2.5-Coder-1.5B answers a near miss by "
+        "granting it (\"Yes, there is a learned policy that ... lets a robot hand perform surgery.\"): on 36 read "
+        "questions of describe_final7..10 the lead was unsupported in 4 of the 5 near misses it answered and 6 of "
+        "the 19 answerable questions it answered (one citing the wrong paper), all leads starting \"Yes\" "
+        "(eval/README.md, twelfth session). Held out (describe_final11's LLM subset, 13 answerable, 5 unanswerable, "
+        "one run with it off): unanswerable answered 0.4 -> 0.2, answerable unsure 0 -> 0.077, facts (0.769) and "
+        "gold cited (0.923) unchanged. Off: the reader's answer stands wherever the gate answered.")
     llm_passage_sentences: int = Field(
         4, ge=1, description="Sentences of each paper's passage in the LLM's prompt (rag/answering/context.py): "
         "the contribution sentence and the question's best matches. Chosen as the extractive explanation's 3 "

@@ -82,6 +82,16 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     else:
         if reader is not None and llm is not None:
             yield from reader()
+            if settings.policy.lead_check_answered and not (focused or whole_list or sides):
+                # A lead the cited papers do not support grants the question ("Yes, there is ..."), here as where
+                # the gate was unsure: the closest papers are shown instead, unsure.
+                yield from _lead_unsupported(answer)
+                if answer.fallback_reason == LEAD_UNSUPPORTED:
+                    answer.notices.append(f"The LLM could not answer ({LEAD_UNSUPPORTED}); showing the closest "
+                                          "papers instead.")
+                    yield from _unsure(answer, None, llm.model, settings.llm_quote,
+                                       lambda s: passage(retrieval, s, settings))
+                    return
             # A reader's "no answer" beside a retrieval the gate found answerable is not final: a small model gives
             # up on descriptions it cannot link (Qwen2.5-1.5B did on 21% of answerable questions, the right paper
             # often at rank 2-5). The extractive answer is shown instead, marked unsure.

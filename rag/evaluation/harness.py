@@ -62,6 +62,9 @@ CONFIGS: dict[str, dict[str, Any]] = {  # name -> settings overrides; "hybrid" i
     # "hybrid-llm3" against the default 5, eval/README.md: a shorter prompt, prefill being most of a CPU server's
     # latency).
     "hybrid-llm5": {"retrieval": "hybrid", "llm_papers": 5},
+    # ... and with an unsupported first sentence taken back only where the gate was unsure, as before the twelfth
+    # session (AnswerPolicy.lead_check_answered).
+    "hybrid-lead-unsure-only": {"retrieval": "hybrid", "policy": {"lead_check_answered": False}},
 }
 METRICS = ["hit@1", "hit@5", "mrr", "ndcg@10", "multi_recall@10", "abstention_on_none", "false_refusal",
            "cited_gold", "cite_precision", "fabricated", "answer_facts", "ms_p50", "ms_p95"]

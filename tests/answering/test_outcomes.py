@@ -200,3 +200,43 @@ def test_an_llm_answer_is_followed_by_its_papers_own_passage_less_what_it_says_a
         server.reply = " ".join(f"{s} [1]" for s in sentences)  # ... all of it: nothing is quoted
         said = corpus_engine.derive(**settings).ask(UNSURE_SEVERAL)
         assert said.mode == "llm" and said.citations[0].n == first.n and QUOTED not in said.answer
+
+
+# describe_final10 (read): a near miss, the robot hand's paper is about tracking human hand-object demonstrations,
+# not surgery; the gate answers it, and Qwen2.5-Coder-1.5B granted it (its raw text from a dev run, first paragraph).
+SURGERY = ("Is there a learned policy that follows human demonstrations of hand-object interaction to let a "
+           "many-fingered robot hand perform surgery?")
+SURGERY_QWEN = (
+    "Yes, there is a learned policy that follows human demonstrations of hand-object interaction to let a "
+    "many-fingered robot hand perform surgery. This controller aims to manage a dexterous robot hand to manipulate "
+    "diverse objects for various purposes defined by kinematic human-object interactions. The controller uses a data "
+    "flywheel to iteratively enhance the controller's performance, as well as the number and quality of successful "
+    "tracking demonstrations. The paper introduces an approach that curates large-scale successful robot tracking "
+    "demonstrations, comprising pairs of human references and robot actions, to train a neural controller [1].")
+
+
+def test_where_the_gate_answers_an_llm_answer_granting_the_question_without_support_is_taken_back(corpus_engine):
+    from fake_openai import FakeOpenAI
+
+    plain = corpus_engine.ask(SURGERY)
+    assert plain.outcome == "answered"  # the gate alone answers this near miss
+    # The robot-hand paper Qwen cited, among the papers the reader is shown, by its number here.
+    n = next(s.n for s in plain.sources[:corpus_engine.settings.llm_papers] if s.title.startswith("DexTrack"))
+    reply = SURGERY_QWEN.replace("[1]", f"[{n}]")
+    with FakeOpenAI() as server:
+        server.reply = reply
+        engine = corpus_engine.derive(llm_model="fake-chat", llm_base_url=server.base_url, llm_api_key="sk-test",
+                                      llm_max_retries=0, llm_rewrite=False)
+        answer = engine.ask(SURGERY)
+        assert answer.outcome == "unsure" and answer.mode == "extractive" and answer.fallback_reason == LEAD_UNSUPPORTED
+        assert answer.answer.startswith(UNSURE) and "perform surgery" not in answer.answer and answer.citations
+        assert any(LEAD_UNSUPPORTED in n for n in answer.notices)
+        # Before (AnswerPolicy.lead_check_answered off): the granted question stood as the answer.
+        before = engine.derive(policy=engine.settings.policy.model_copy(update={"lead_check_answered": False}))
+        kept = before.ask(SURGERY)
+        assert kept.mode == "llm" and kept.outcome == "answered" and kept.answer.startswith("Yes, there is")
+        # The paper's own claims without the granted lead: supported, and the answer stands.
+        server.reply = reply.split(". ", 1)[1]
+        supported = engine.ask(SURGERY)
+        assert supported.mode == "llm" and supported.outcome == "answered"
+        assert supported.answer.startswith("This controller aims")
