@@ -12,9 +12,10 @@ describe_final4 391-454 (answerable) and 455-470 (near misses), describe_final5 
 (near misses), describe_final6 551-614 (answerable) and 615-630 (near misses), describe_final7 631-694 (answerable)
 and 695-710 (near misses), describe_final8 711-774 (answerable) and 775-790 (near misses), describe_final9 791-854
 (answerable) and 855-870 (near misses), describe_final10 871-934 (answerable) and 935-950 (near misses),
-describe_final11 951-1014 (answerable) and 1015-1030 (near misses), none skipped in any of the eleven. The
-describe sets' own papers are not excluded (`SETS` is skipped), so adding a describe set leaves the order
-unchanged. Each question records its `position`. Prints position, id and title.
+describe_final11 951-1014 (answerable) and 1015-1030 (near misses), describe_final12 1031-1094 (answerable) and
+1095-1110 (near misses), none skipped in any of the twelve. The describe sets' own papers are not excluded (`SETS`
+is skipped), so adding a describe set leaves the order unchanged. Each question records its `position`. Prints
+position, id and title.
 """
 
 from __future__ import annotations
