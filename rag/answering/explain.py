@@ -244,10 +244,13 @@ def with_asked(retrieval: Retrieval, chosen: list[ScoredSentence], candidates: l
 
 
 def with_top_asked(retrieval: Retrieval, chosen: list[ScoredSentence], candidates: list[ScoredSentence]
-                ) -> list[ScoredSentence]:
-    """Several papers' `chosen` sentences plus, when the question asks for a figure (`asks_figure`), the sentence of
-    the best-ranked quoted paper that gives it (`with_asked`): "How fast does it render, and how long does building
-    it take?" is about one paper even when the answer quotes three, and the best-ranked one is most often it."""
+                   ) -> list[ScoredSentence]:
+    """`chosen` (one paper's or several papers' sentences) plus the best-ranked quoted paper's sentence holding what
+    the question asks: for a figure (`asks_figure`) the sentence giving it (`with_asked`), for a cause (ASKS_WHY)
+    its best sentence with a causal phrase (CAUSE), for a remedy or mechanism (ASKS_REMEDY) its contribution
+    sentence (PROPOSE); each unless a quoted sentence already holds it. "How fast does it render, and how long does
+    building it take?" is about one paper even when the answer quotes three, and the best-ranked one is most often
+    it."""
     if not chosen:
         return chosen
     masked = _masked(retrieval.question)
