@@ -87,8 +87,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
                 # the gate was unsure: the closest papers are shown instead, unsure.
                 yield from _lead_unsupported(answer)
                 if answer.fallback_reason == LEAD_UNSUPPORTED:
-                    answer.notices.append(f"The LLM could not answer ({LEAD_UNSUPPORTED}); showing the closest "
-                                          "papers instead.")
+                    _closest_instead(answer)
                     yield from _unsure(answer, None, llm.model, settings.llm_quote,
                                        lambda s: passage(retrieval, s, settings))
                     return
@@ -130,8 +129,7 @@ def _unsure(answer: Answer, reader: Callable[[], Iterator[Delta | Restart]] | No
             return
         yield from _reader_found_nothing(answer, model)
         if answer.fallback_reason:
-            answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); showing the "
-                                  "closest papers instead.")
+            _closest_instead(answer)
     first = answer.sources[0]
     texts = passage(first) if passage else []
     text, cited = unsure_text(answer.sources, {first.n: " ".join(texts)} if texts else {})
@@ -139,6 +137,11 @@ def _unsure(answer: Answer, reader: Callable[[], Iterator[Delta | Restart]] | No
     answer.answer, answer.citations = text, [by_n[n] for n in cited]
     answer.conclude("unsure")
     yield Delta(answer.answer)
+
+
+def _closest_instead(answer: Answer) -> None:
+    """The notice of an LLM answer that fell back to the closest papers, naming why."""
+    answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); showing the closest papers instead.")
 
 
 LEAD_UNSUPPORTED = "its first sentence is not supported by the sources it cites"

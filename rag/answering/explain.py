@@ -264,7 +264,7 @@ def with_top_asked(retrieval: Retrieval, chosen: list[ScoredSentence], candidate
         added += _first_of(candidates, top, CAUSE, quoted)
     if ASKS_REMEDY.search(masked):
         added += _first_of(candidates, top, PROPOSE, quoted)
-    return chosen + _unique(added)
+    return chosen + added  # a sentence picked twice (a figure in the contribution) is quoted once: `explained` dedupes
 
 
 def _first_of(candidates: list[ScoredSentence], paper_index: int, pattern: re.Pattern, quoted: set[str]
@@ -274,13 +274,6 @@ def _first_of(candidates: list[ScoredSentence], paper_index: int, pattern: re.Pa
         return []
     mine = [s for s in candidates if s.paper_index == paper_index and pattern.search(s.text)]
     return [max(mine, key=lambda s: s.score)] if mine else []
-
-
-def _unique(sentences: list[ScoredSentence]) -> list[ScoredSentence]:
-    first: dict[str, ScoredSentence] = {}
-    for s in sentences:
-        first.setdefault(s.text, s)
-    return list(first.values())
 
 
 def within_papers(retrieval: Retrieval, chosen: list[ScoredSentence],
