@@ -3,6 +3,8 @@ bundled 2,114 abstracts gets the sentence of the paper that lists or names them,
 
 from __future__ import annotations
 
+import pytest
+
 from rag.answering.explain import asked_things
 
 SUB_TASKS = ("It contains three fundamental sub-tasks: interactive segmentation, panoptic segmentation, and video "
@@ -85,3 +87,18 @@ def test_a_how_can_question_quotes_the_best_ranked_papers_contribution(corpus_en
     answer = corpus_engine.ask("How can a deep network that recovers camera positions and 3D structure from many "
                                "photos cope with lots of wrong point matches?")
     assert "multiview inlier/outlier classification module" in answer.answer
+
+
+@pytest.mark.parametrize("question", [
+    "有没有把人读回答时的眼动数据加进奖励模型、用来对齐大语言模型的研究？",
+    "Is there any work that feeds eye-tracking signals of people reading answers into a reward model for aligning "
+    "LLMs?",
+])
+def test_an_is_there_question_is_answered_with_the_work_it_describes_and_its_name(corpus_engine, question):
+    """"Is there work that ...?" / "有没有…的研究？" asks whether a work fits a description. As a list, its answer
+    quoted the paper's opening sentence ("Advancements in NLP have led to ...") and never said what the work is;
+    as an explanation, the paper's contribution sentence names it."""
+    answer = corpus_engine.ask(question)
+    assert answer.answer_type == "explain" and answer.outcome == "answered", (answer.answer_type, answer.outcome)
+    assert "we introduce GazeReward" in answer.answer, answer.answer
+    assert answer.citations[0].title.startswith("Seeing Eye to AI")

@@ -30,8 +30,11 @@ def known(name):
      ""),
     ("posters from ICLR 2025 on federated learning", "list", "federated learning", ["Accept (Poster)"], None, ""),
     ("papers by Yoshua Bengio on world models", "list", "world models", [], "Yoshua Bengio", ""),
-    ("Is there work on making sparse autoencoders cheaper to train?", "list",
-     "making sparse autoencoders cheaper to train", [], None, ""),
+    # "Is there work that ...?" asks whether a work fits a description: answered as one, not as a list.
+    ("Is there work on making sparse autoencoders cheaper to train?", "explain",
+     "Is there work on making sparse autoencoders cheaper to train?", [], None, ""),
+    ("Are there any papers about sparse autoencoders?", "list", "sparse autoencoders", [], None, ""),
+    ("有没有把眼动数据加入奖励模型的工作？", "explain", "有没有把眼动数据加入奖励模型的工作？", [], None, ""),
     ("What did they compare against?", "explain", "What did they compare against?", [], None, ""),
     ("Which papers are related to CatVTON?", "related", "CatVTON", [], None, ""),
     ('Find papers similar to the paper titled "Strong Model Collapse".', "related", "Strong Model Collapse", [],
