@@ -222,7 +222,7 @@ def _extractive_answer(answer: Answer, retrieval: Retrieval, settings: Settings,
                               "showing sentences quoted from the abstracts instead.")
     text, cited = extractive(retrieval, settings, answer.sources, answer.answer_type, intent.asked_decision,
                              whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
-                             follow_up=focused)
+                             follow_up=focused, asks=intent.asks)
     by_n = {s.n: s for s in answer.sources}
     if answer.llm_no_answer and cited:
         answer.conclude("unsure")

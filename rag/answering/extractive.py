@@ -42,6 +42,7 @@ used over collections of 1,000+ papers only (fitted at that scale).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from rag.config import Settings
 from rag.text import is_boilerplate
@@ -157,7 +158,7 @@ def passage(retrieval: Retrieval, source: Source, settings: Settings) -> list[st
 
 def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",
                asked_decision: str = "", whole_list: bool = False, single_paper: bool = False,
-               compared: list[int] | None = None, follow_up: bool = False) -> tuple[str, list[int]]:
+               compared: list[int] | None = None, follow_up: bool = False, asks: str = "") -> tuple[str, list[int]]:
     """The answer the records and abstracts give, by question type (`rag.query.intent`). Returns (text, cited numbers).
 
     - authors / decision / link: from the record of the top paper (the one the question names);
@@ -178,7 +179,7 @@ def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], 
             return listed
         # The collection covers the question (the gate let it through) but no single paper passes the bar on its
         # own: quote the best sentences rather than refuse.
-    return explain(retrieval, sources, settings, single_paper, follow_up)
+    return explain(retrieval, sources, settings, single_paper, follow_up, asks)
 
 
 RECORD_TYPES = ("authors", "decision", "link")
@@ -288,14 +289,14 @@ def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], setti
 
 
 def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, single_paper: bool = False,
-            follow_up: bool = False) -> tuple[str, list[int]]:
+            follow_up: bool = False, asks: str = "") -> tuple[str, list[int]]:
     """The best sentences of the top papers (at most MAX_PER_PAPER each, none below RELATIVE_FLOOR of the best),
     grouped by paper in rank order, in each abstract's own order, the paper's title named once; or, when one paper
     answers (the question names it, it clearly leads (LEAD), or only its sentences pass), its contribution
     sentence and the ones after it (`rag.answering.explain.passage`), unless the question is a `follow_up` about the
     previous answer's paper ("What data did they use?"): that asks for something specific, and the passage would
     restate what the first answer said."""
-    chosen = explained(retrieval, settings, single_paper, follow_up)
+    chosen = explained(retrieval, settings, single_paper, follow_up, asks=asks)
     paragraphs = []
     for paper_index in dict.fromkeys(s.paper_index for s in chosen):
         mine = [s for s in chosen if s.paper_index == paper_index]
@@ -307,10 +308,12 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
 
 
 def explained(retrieval: Retrieval, settings: Settings, single_paper: bool = False,
-              follow_up: bool = False, paper: int | None = None) -> list[ScoredSentence]:
+              follow_up: bool = False, paper: int | None = None, asks: str = "") -> list[ScoredSentence]:
     """The sentences `explain` quotes (see there), each paper's in its abstract's order, papers in rank order;
     `paper` (a hit index): those of that paper alone, as a one-paper explanation of it would quote them (none
-    when it has no sentence among the top papers')."""
+    when it has no sentence among the top papers'). `asks`: what a question in Chinese asks for, in English
+    question words (`Intent.asks`), read with its English search terms where the sentence holding the asked figure,
+    cause or remedy is chosen."""
     ranked = retrieval.sentences  # the best sentences of the top papers, best first
     if not _ASKS_FOR_CODE.search(retrieval.question):  # "Code is available at ..." answers only a question for it
         ranked = [s for s in ranked if not is_boilerplate(s.text)] or ranked
@@ -342,10 +345,11 @@ def explained(retrieval: Retrieval, settings: Settings, single_paper: bool = Fal
     one_paper = len({s.paper_index for s in chosen}) == 1 and not follow_up
     window = explain_order.passage(retrieval, chosen[0].paper_index, quotable) if one_paper else []
     chosen = window[:settings.max_answer_sentences] or explain_order.within_papers(retrieval, chosen, quotable)
+    asking = replace(retrieval, question=f"{asks} {retrieval.question}") if asks else retrieval
     if one_paper:  # ... and the sentence holding the figure or result the question asks for, if not quoted yet
-        chosen = explain_order.with_asked(retrieval, chosen, quotable)
+        chosen = explain_order.with_asked(asking, chosen, quotable)
     if not follow_up:  # the best-ranked paper's sentence giving an asked figure, cause or remedy
-        chosen = explain_order.with_top_asked(retrieval, chosen, quotable)
+        chosen = explain_order.with_top_asked(asking, chosen, quotable)
     # ... and the sentence listing or naming what a "which (three) X" question asks for, if none quoted does
     chosen = explain_order.with_named(retrieval, chosen, quotable)
     # A sentence is quoted once: two papers can share one (a user's file and the bundled list holding the same

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from rag.query import zh
+
 TYPES = ("authors", "decision", "link", "count", "topics", "related", "list", "compare", "explain")
 
 _PAPER = r"(?:paper|papers|work|works|article|articles|study|studies|publication|publications)"
@@ -140,6 +142,9 @@ class Intent:
     has_topic: bool = True
     sides: tuple[str, ...] = ()  # a comparison's sides as written ("Palu", "MatryoshkaKV")
     fewest: bool = False  # "which topics have the fewest orals?": the least first (a topics question)
+    # What a question in Chinese asks for, in English question words ("…能快多少？" -> "how much", `zh.asked_words`):
+    # its search terms are English and drop the question words, and the answer step reads asks in English.
+    asks: str = ""
 
 
 # "Which papers are related to X?", "papers similar to X", "what else is like X?": X's nearest papers. X is what
@@ -178,7 +183,7 @@ def parse(question: str, known_author: Callable[[str], bool] = lambda name: Fals
         kind = "list"  # "papers related to diffusion models": a topic, not a paper
     return Intent(type=kind, query=found["query"], decisions=decisions, author=author,
                   asked_decision=found["asked_decision"], has_topic=found["has_topic"], sides=found["sides"],
-                  fewest=bool(_FEWEST.search(question)))
+                  fewest=bool(_FEWEST.search(question)), asks=zh.asked_words(question))
 
 
 def _read(question: str, known_author: Callable[[str], bool]) -> dict:

@@ -78,6 +78,22 @@ def has_chinese(text: str) -> bool:
     return bool(CJK.search(text))
 
 
+# What a Chinese question asks for, as the English question words the answer step reads it by
+# (`rag.answering.explain`: a figure, a cause, a remedy or mechanism). Its search terms cannot say it: these are
+# question glue (GLUE) and are dropped from the search. 怎么样 ("how is it") asks no mechanism.
+ASKED = ((re.compile(r"多少|多大|多快|多高|多低|多长|几倍|百分之几"), "how much"),
+         (re.compile(r"为什么|为何|原因"), "why"),
+         (re.compile(r"如何|怎样|怎么(?!样)"), "how can"))
+
+
+def asked_words(question: str) -> str:
+    """The English question words for what a Chinese question asks ("…能快多少？" -> "how much"); "" for an
+    English question, or one asking none of these."""
+    if not has_chinese(question):
+        return ""
+    return " ".join(words for pattern, words in ASKED if pattern.search(question))
+
+
 @lru_cache(maxsize=1)
 def glossary() -> dict[str, tuple[str, ...]]:
     """Chinese term -> its English renderings (usually one), from `rag/data/zh_terms.tsv`."""

@@ -102,3 +102,19 @@ def test_an_is_there_question_is_answered_with_the_work_it_describes_and_its_nam
     assert answer.answer_type == "explain" and answer.outcome == "answered", (answer.answer_type, answer.outcome)
     assert "we introduce GazeReward" in answer.answer, answer.answer
     assert answer.citations[0].title.startswith("Seeing Eye to AI")
+
+
+def test_a_chinese_question_asking_how_much_quotes_the_figure(corpus_engine):
+    """A Chinese question's search terms are English and drop its question words (多少 "how much"), so the answer
+    step reads what it asks from `Intent.asks`: the sentence giving the speed-up joins the passage."""
+    answer = corpus_engine.ask("把 Transformer 里的嵌入和隐藏状态都归一化到单位球面上，训练能加速多少倍？")
+    assert answer.citations[0].title.startswith("nGPT"), answer.answer
+    assert "by a factor of 4 to 20" in answer.answer, answer.answer
+
+
+def test_a_digit_inside_a_name_is_not_a_figure():
+    """"GPT-4o", "3D", "FP16" hold digits but state no figure: the sentence naming them is not the one giving an
+    asked quantity ("The advent of real-time LMMs like GPT-4o ..." was quoted for "how much compute does it save?")."""
+    from rag.answering.explain import _FIGURE_NUMBER
+    assert not any(_FIGURE_NUMBER.search(t) for t in ("models like GPT-4o", "in 3D", "FP16 weights", "Llama-2"))
+    assert all(_FIGURE_NUMBER.search(t) for t in ("by 77%", "23$\\times$ faster", "2.4 billion", "73K samples"))
