@@ -33,6 +33,7 @@ import json
 import math
 import pickle
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -104,9 +105,14 @@ def extra(retrieval) -> dict[str, float]:
 
     hits = retrieval.hits[:abstain.FEATURE_HITS]
     out = dict.fromkeys(("retrievers_agree", "topical_top", "topical_gap", "missing_idf_max", "missing_idf_share",
-                         "fused_margin", "missing_elsewhere", "dense_rank_top"), 0.0)
+                         "fused_margin", "missing_elsewhere", "dense_rank_top", "yes_no_clause", "yes_no_any"), 0.0)
     if not hits:
         return out
+    # A yes/no question about the paper in a later clause ("The method that ...: does it handle cloth?"), which the
+    # shipped yes_no (anchored at the question's start) does not see (thirteenth session).
+    start = bool(abstain._YES_NO.search(retrieval.question)) and not abstain._SEARCH.search(retrieval.question)
+    out["yes_no_clause"] = float(bool(_CLAUSE_YES_NO.search(retrieval.question)))
+    out["yes_no_any"] = float(start or out["yes_no_clause"] > 0)
     n_corpus = max(retrieval.corpus_size, 1)
     tokens = [set(t) for t in tokenize([h.paper.search_text for h in hits])]
     others = set().union(*tokens[1:]) if len(tokens) > 1 else set()
@@ -126,6 +132,11 @@ def extra(retrieval) -> dict[str, float]:
     return out
 
 
+_CLAUSE_YES_NO = re.compile(
+    r"(?:[:;,?]\s+|\band\s+|\bbut\s+)(?!(?:is|are|has|have|does|do)\s+(?:there|anyone|any\s+"
+    r"(?:papers?|works?|stud\w+|research|methods?|approach\w*))\b)"
+    r"(?:has|have|does|do|did|were|was|is|are|can|could|would|will)\s+"
+    r"(?:it|they|this|that|these|those|its|their|the|any|such|one)\b", re.IGNORECASE)
 _MEMO: dict[int, dict[str, float]] = {}
 
 
@@ -343,6 +354,10 @@ def candidates(before: dict) -> list[Candidate]:
     out += [Candidate(f"shipped without the form features +{n}", [*form, n], SHIPPED_DEV_WEIGHT)
             for n in abstain.FORM_FEATURES]
     out.append(Candidate("shipped", list(abstain.FEATURES), SHIPPED_DEV_WEIGHT))
+    # A yes/no question in a later clause (thirteenth session): beside the shipped features, or as their yes_no
+    out.append(Candidate("shipped +yes_no_clause", [*abstain.FEATURES, "yes_no_clause"], SHIPPED_DEV_WEIGHT))
+    out.append(Candidate("shipped, yes_no in any clause",
+                         [("yes_no_any" if n == "yes_no" else n) for n in abstain.FEATURES], SHIPPED_DEV_WEIGHT))
     return out
 
 
