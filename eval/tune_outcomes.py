@@ -35,11 +35,12 @@ QUESTIONS = ROOT / "eval" / "questions"
 # (their held-out runs in the eleventh session; describe_final9 decided that session's gate refit), and
 # describe_final10 and describe_final11 (their held-out runs in the twelfth session, for the asked-fact sentences and
 # the LLM's unsupported lead), and describe_final12 (its held-out run in the thirteenth session, for the "is there
-# work" explanations and the Chinese asked facts). The next held-out set is describe_final13 (36 questions on the
-# seeded order's last 30 papers, written in the thirteenth session, never run).
+# work" explanations and the Chinese asked facts), and describe_final13 (36 questions on the seeded order's last 30
+# papers, written and run in the thirteenth session for a gate refit that was not shipped). No description set is
+# held out now: the seeded order has no papers left (eval/README.md).
 READ_SETS = ["describe_heldout", "describe_final", "describe_final2", "describe_final3", "describe_final4",
              "describe_final5", "describe_final6", "describe_final7", "describe_final8", "describe_final9",
-             "describe_final10", "describe_final11", "describe_final12"]
+             "describe_final10", "describe_final11", "describe_final12", "describe_final13"]
 DEV_SETS = ["describe_dev", "corpus_dev", "zh_dev", "types_dev", "corpus_none", "corpus_none_v2", "corpus_none_v3",
             "corpus_figures", *READ_SETS]
 
