@@ -73,7 +73,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
                               "closest papers are quoted, and the LLM was not asked.")
     if outcome == "unsure" and answer.sources:
         yield from _unsure(answer, reader, llm.model if llm else "", settings.llm_quote,
-                           lambda s: passage(retrieval, s, settings))
+                           lambda s: passage(retrieval, s, settings, intent.asks))
     elif not retrieval.hits or outcome != "answered":
         answer.answer = (f"Not covered: the abstract of “{answer.sources[0].title}” does not appear to say."
                          if focused and answer.sources else abstention_text(answer.sources))
@@ -89,14 +89,14 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
                 if answer.fallback_reason == LEAD_UNSUPPORTED:
                     _closest_instead(answer)
                     yield from _unsure(answer, None, llm.model, settings.llm_quote,
-                                       lambda s: passage(retrieval, s, settings))
+                                       lambda s: passage(retrieval, s, settings, intent.asks))
                     return
             # A reader's "no answer" beside a retrieval the gate found answerable is not final: a small model gives
             # up on descriptions it cannot link (Qwen2.5-1.5B did on 21% of answerable questions, the right paper
             # often at rank 2-5). The extractive answer is shown instead, marked unsure.
             yield from _reader_found_nothing(answer, llm.model)
             if answer.mode == "llm" and answer.outcome == "answered":
-                yield from _quoted(answer, settings.llm_quote, lambda s: passage(retrieval, s, settings))
+                yield from _quoted(answer, settings.llm_quote, lambda s: passage(retrieval, s, settings, intent.asks))
         if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
             yield from _extractive_answer(answer, retrieval, settings, intent, whole_list, focused, sides)
 

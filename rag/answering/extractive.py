@@ -133,7 +133,7 @@ def unsure_text(sources: list[Source], lead: dict[int, str] | None = None) -> tu
     return "\n".join(lines), [s.n for s in papers]
 
 
-def passage(retrieval: Retrieval, source: Source, settings: Settings) -> list[str]:
+def passage(retrieval: Retrieval, source: Source, settings: Settings, asks: str = "") -> list[str]:
     """The sentences of `source`'s abstract a one-paper explanation of it quotes (`explained`: its contribution,
     what follows, the sentence giving an asked figure or list), with its sentence nearest the question (its
     snippet) among them, in abstract order, whitespace collapsed; [] for a title-only paper. A source's number
@@ -143,11 +143,12 @@ def passage(retrieval: Retrieval, source: Source, settings: Settings) -> list[st
     Why more than the one nearest sentence: on the four read description sets, an unsure answer whose first paper
     was the right one stated 0.40 of the asked facts, an answered one 0.70 (eval/README.md, "The gate refit on
     the read description sets"): a description in other words is often unsure, and one sentence rarely carries
-    what was asked. The label still says that no paper clearly answers."""
+    what was asked. The label still says that no paper clearly answers. `asks`: as for `explained` (a Chinese
+    question's `Intent.asks`)."""
     index = source.n - 1
     if not source.has_abstract or not 0 <= index < len(retrieval.hits):
         return []
-    texts = [" ".join(s.text.split()) for s in explained(retrieval, settings, paper=index)]
+    texts = [" ".join(s.text.split()) for s in explained(retrieval, settings, paper=index, asks=asks)]
     snippet = " ".join(source.snippet.split())
     if snippet and snippet not in texts:
         texts.append(snippet)
