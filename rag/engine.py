@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from rag.errors import RagError, whole_number
 from rag.config import LIMITS, Settings
-from rag.text import load_sentence_splitter, plain
+from rag.text import ESCAPES, load_sentence_splitter, plain
 from rag.store import lock, snapshot
 from rag.store.catalog import enrich
 from rag.store.embeddings import Embedder, make_embedder
@@ -108,7 +108,9 @@ def clean_question(question: str) -> tuple[str, list[str]]:
     Why the markup: a pasted `<img src=x onerror=...>` was searched as words and turned an answerable question
     into a refusal (it is never rendered: the page shows questions as text)."""
     notices = []
-    text = _CONTROL.sub(" ", question or "").strip()
+    # A terminal escape sequence goes whole ("\x1b[1mgraph neural networks\x1b[0m" was searched as "[1mgraph
+    # neural networks [0m" and not covered), then any control character left.
+    text = _CONTROL.sub(" ", ESCAPES.sub("", question or "")).strip()
     if len(text) > MAX_QUESTION_CHARS:
         notices.append(f"Your question was {len(text):,} characters long; only the first "
                        f"{MAX_QUESTION_CHARS:,} were used.")

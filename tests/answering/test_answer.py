@@ -232,6 +232,17 @@ def test_empty_and_huge_questions(seed_engine):
     assert _is(answer.sources[0], SEED_000[2])
 
 
+def test_terminal_escapes_pasted_into_a_question_go_whole(seed_engine):
+    """A question copied from a terminal keeps its colour codes: dropping only their ESC byte left "[1m" and "[0m"
+    in the search, and a newcomer's "graph neural networks" in bold was not covered."""
+    plain = seed_engine.ask("Which papers study watermarking?")
+    for pasted in ("\x1b[1mWhich papers study watermarking?\x1b[0m", "\x1b]0;pwned\x07Which papers study \x9b31m"
+                   "watermarking?"):
+        answer = seed_engine.ask(pasted)
+        assert answer.question == "Which papers study watermarking?", answer.question
+        assert answer.cited_ids == plain.cited_ids
+
+
 def test_markup_pasted_into_a_question_is_left_out_of_the_search(seed_engine):
     plain = seed_engine.ask("Which papers study watermarking?")
     for pasted in ("<script>alert(1)</script> Which papers study watermarking?",
