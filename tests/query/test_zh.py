@@ -39,6 +39,8 @@ def test_a_word_outside_the_glossary_is_searched_by_its_dictionary_senses_and_gl
     assert zh.translate("有没有预测奶牛产奶量的论文？").terms[:3] == ("prediction", "milk cow", "dairy cow")
     assert zh.translate("有没有用夜空摄像头自动检测流星的论文？").query.endswith("meteor shooting star")
     assert zh.translate("有没有研究用扩散模型生成音乐的工作？").terms[:2] == ("study", "diffusion model")  # glossary
+    # 便宜 is "cheap" (piányi) here; the dictionary's first entry reads it biànyí, "convenient"
+    assert zh.translate("有没有让稀疏自编码器训练更便宜的工作？").terms == ("sparse autoencoder", "training", "cheap")
 
 
 def test_a_dictionary_sense_is_a_few_words_not_an_explanation():
