@@ -83,6 +83,10 @@ RESULTS = 0.20  # penalty of a sentence reporting experiments or results without
 # digit inside a name ("GPT-4o", "3D", "FP16", "Llama-2"), which gave "The advent of ... LMMs like GPT-4o" for "how
 # much compute does it save?".
 _FIGURE_NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,]\d+)*(?:\s*(?:%|×|x\b|[KMB]\b)|(?![A-Za-z]))")
+# ... nor the number of an item in a list ("1) We directly compress ...", "(2) ...", "3. ..."): Activation Beacon's
+# "1) We directly compress the activations" was taken for the sentence giving "how much faster", so its "2x
+# acceleration" was left out.
+_ENUMERATOR = re.compile(r"^\s*\(?\d{1,2}[).]\s")
 PASSAGE = 3  # sentences of a one-paper explanation: the contribution sentence and those after it
 BEST_LEAD = 0.08  # ... and the question's best match, when it scores this much above the passage's best
 # A question asking for what a paper found or how it was evaluated: its best match joins the passage, and results
@@ -233,7 +237,7 @@ def with_asked(retrieval: Retrieval, chosen: list[ScoredSentence], candidates: l
     quoted = {s.text for s in chosen}
     masked = _masked(retrieval.question)
     if asks_figure(masked):  # the sentence giving the asked quantity, else the best one with a number
-        numbers = [s for s in mine if _FIGURE_NUMBER.search(s.text)]
+        numbers = [s for s in mine if _FIGURE_NUMBER.search(_ENUMERATOR.sub("", s.text))]
         gives = [s for s in numbers if gives_quantity(retrieval.question, s.text)]
         if not numbers or any(s.text in quoted for s in gives):
             return chosen
