@@ -64,6 +64,10 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     sides = side_papers(retrieval, intent.sides, settings.policy) if answer.answer_type == "compare" and not focused \
         else []
     outcome = _coverage(answer, retrieval, settings, focused, whole_list or bool(sides), already_said)
+
+    def quote(source: Source) -> list[str]:  # what an unsure answer or a kept LLM answer quotes of a paper
+        return passage(retrieval, source, settings, intent.asks)
+
     reader = (lambda: _llm_answer(answer, reader_sources(retrieval, answer.sources, settings), llm, templates, checker,
                                   started, standalone, settings.policy.refusal_extra_words)) \
         if llm is not None and not answer.fallback_reason else None
@@ -72,8 +76,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
         answer.notices.append("The question asks whether a paper did something its abstract may not say: the "
                               "closest papers are quoted, and the LLM was not asked.")
     if outcome == "unsure" and answer.sources:
-        yield from _unsure(answer, reader, llm.model if llm else "", settings.llm_quote,
-                           lambda s: passage(retrieval, s, settings, intent.asks))
+        yield from _unsure(answer, reader, llm.model if llm else "", settings.llm_quote, quote)
     elif not retrieval.hits or outcome != "answered":
         answer.answer = (f"Not covered: the abstract of “{answer.sources[0].title}” does not appear to say."
                          if focused and answer.sources else abstention_text(answer.sources))
@@ -89,14 +92,14 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
                 if answer.fallback_reason == LEAD_UNSUPPORTED:
                     _closest_instead(answer)
                     yield from _unsure(answer, None, llm.model, settings.llm_quote,
-                                       lambda s: passage(retrieval, s, settings, intent.asks))
+                                       quote)
                     return
             # A reader's "no answer" beside a retrieval the gate found answerable is not final: a small model gives
             # up on descriptions it cannot link (Qwen2.5-1.5B did on 21% of answerable questions, the right paper
             # often at rank 2-5). The extractive answer is shown instead, marked unsure.
             yield from _reader_found_nothing(answer, llm.model)
             if answer.mode == "llm" and answer.outcome == "answered":
-                yield from _quoted(answer, settings.llm_quote, lambda s: passage(retrieval, s, settings, intent.asks))
+                yield from _quoted(answer, settings.llm_quote, quote)
         if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
             yield from _extractive_answer(answer, retrieval, settings, intent, whole_list, focused, sides)
 

@@ -237,7 +237,7 @@ def with_asked(retrieval: Retrieval, chosen: list[ScoredSentence], candidates: l
     quoted = {s.text for s in chosen}
     masked = _masked(retrieval.question)
     if asks_figure(masked):  # the sentence giving the asked quantity, else the best one with a number
-        numbers = [s for s in mine if _FIGURE_NUMBER.search(_ENUMERATOR.sub("", s.text))]
+        numbers = [s for s in mine if states_figure(s.text)]
         gives = [s for s in numbers if gives_quantity(retrieval.question, s.text)]
         if not numbers or any(s.text in quoted for s in gives):
             return chosen
@@ -322,6 +322,11 @@ def ranked(retrieval: Retrieval, candidates: list[ScoredSentence] | None = None)
 def asks_figure(masked: str) -> bool:
     """Whether a question (its names masked, `_masked`) asks for a figure: the gate's FIGURE or ASKS_FIGURE."""
     return bool(FIGURE.search(masked) or ASKS_FIGURE.search(masked))
+
+
+def states_figure(text: str) -> bool:
+    """Whether a sentence states a figure (_FIGURE_NUMBER), its list item's number (_ENUMERATOR) aside."""
+    return bool(_FIGURE_NUMBER.search(_ENUMERATOR.sub("", text)))
 
 
 def _masked(question: str) -> str:
