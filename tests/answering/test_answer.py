@@ -354,6 +354,30 @@ def test_a_title_only_paper_is_found_by_its_authors_and_listed(titles_engine):
     assert answer.sources[0].title in answer.answer  # listed among the nearest papers, not quoted
 
 
+def test_title_only_papers_ranked_first_leave_room_for_abstracts_to_answer(tmp_path):
+    """Over the 3,706 papers `make run` serves, "Are there papers on graph neural networks?" had five title-only
+    papers as its top five: nothing to quote, so it came back unsure. Six title-only papers on speculative decoding
+    (tests/data/papers_title_only.jsonl, papers_speculative_titles.jsonl: real ICLR 2025 titles no source had an
+    abstract for) beside eight abstracts do the same here. The top five keep three places for papers with
+    abstracts, the best title-only papers keep the others, and none is dropped from a longer list."""
+    from rag.search.retrieve import RetrievalParams
+
+    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine.ingest([DATA / "papers_small.jsonl", DATA / "papers_title_only.jsonl",
+                   DATA / "papers_speculative_titles.jsonl"])
+    question = "Are there papers on speculative decoding?"
+    answer = engine.ask(question)
+    assert answer.outcome == "answered" and answer.answer_type == "list", answer.answer
+    assert [s.has_abstract for s in answer.sources].count(True) == 3 and len(answer.sources) == 5
+    lantern = next(s for s in answer.sources if s.title.startswith("LANTERN"))
+    assert f"[{lantern.n}]" in answer.answer and lantern in answer.citations
+    titles = [h.paper.paper_id for h in engine.retriever.retrieve(question, RetrievalParams(k=10)).hits
+              if not h.paper.has_abstract]
+    assert len(titles) == 6  # all six in a longer list
+    assert [h.paper.paper_id for h in engine.retriever.retrieve(question).hits if not h.paper.has_abstract] \
+        == titles[:2]  # the best two of them, in their order
+
+
 def test_an_answer_says_when_no_paper_mentions_a_name_the_question_uses(seed_engine):
     unknown = seed_engine.ask("How does ZephyrineNet improve virtual try-on with diffusion models?")
     assert not unknown.abstained and unknown.citations  # answered from the nearest paper (CatVTON) ...
