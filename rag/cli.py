@@ -21,7 +21,7 @@ import rag
 from rag.config import ENV_VARS, Settings
 from rag.errors import RagError, one_line, redact_url
 from rag.query.filters import Filters
-from rag.text import json_safe, terminal_safe
+from rag.text import json_safe, readable, terminal_safe
 
 EXIT_OK, EXIT_PARTIAL, EXIT_NOTHING = 0, 1, 2
 
@@ -298,13 +298,14 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
 
 
 def stream_to_terminal(engine, question: str, history, decision: str | None = None, author: str | None = None):
-    """Print the answer as it is written, then its sources. Returns the final Answer."""
+    """Print the answer as it is written, then its sources. Returns the final Answer. Paper text is shown as
+    text (`rag.text.readable`): a quoted "9.6\\%" or "**L**earns" reads 9.6% and Learns, as on the web page."""
     from rag.answering.records import Answer, Delta, Restart
 
     answer = None
     for event in engine.stream(question, history=history, decision=decision, author=author):
         if isinstance(event, Delta):
-            echo(event.text, nl=False)
+            echo(readable(event.text), nl=False)
         elif isinstance(event, Restart):
             echo(f"\n[{'the LLM stopped: ' if event.failed else ''}{event.reason}]", err=True)
         elif isinstance(event, Answer):
@@ -380,12 +381,12 @@ def render_sources(answer, settings: Settings | None = None) -> str:
                      if answer.outcome == "unsure" else "Sources:")
     for s in shown:
         meta = ", ".join(x for x in (s.decision, s.url) if x)
-        lines.append(f"[{s.n}] {s.title}" + (f" ({meta})" if meta else ""))
+        lines.append(f"[{s.n}] {readable(s.title)}" + (f" ({meta})" if meta else ""))
         if s.authors:
             more = f", … ({len(s.authors)} authors)" if len(s.authors) > 8 else ""
             lines.append(f"    {', '.join(s.authors[:8])}{more}")
         if not s.has_title:
-            lines.append(f"    {s.text[:160]}{'…' if len(s.text) > 160 else ''}")
+            lines.append(f"    {readable(s.text[:160])}{'…' if len(s.text) > 160 else ''}")
     mode = f"{answer.model} via LLM" if answer.mode == "llm" else "extractive"
     lines.append(f"({mode}, {answer.timings.get('total_ms', 0):.0f} ms{usage_text(answer.usage, settings)})")
     return "\n".join(lines).rstrip()

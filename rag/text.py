@@ -194,3 +194,45 @@ def link_label(url: str) -> str:
         return host.encode("idna").decode("ascii")
     except UnicodeError:
         return strip_bidi(host)
+
+
+# ---- TeX and emphasis as plain text -------------------------------------------------------------------------
+
+_TEX_SYMBOLS = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "zeta": "ζ",
+    "eta": "η", "theta": "θ", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν", "xi": "ξ", "pi": "π",
+    "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ", "varphi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω",
+    "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Sigma": "Σ", "Phi": "Φ", "Psi": "Ψ", "Omega": "Ω",
+    "ell": "ℓ", "infty": "∞", "times": "×", "cdot": "·", "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥",
+    "neq": "≠", "approx": "≈", "sim": "~", "pm": "±", "to": "→", "rightarrow": "→", "leftarrow": "←",
+    "in": "∈", "sum": "Σ", "prod": "Π", "partial": "∂", "nabla": "∇", "log": "log", "sqrt": "√",
+    "mathbb{R}": "ℝ", "mathbb{E}": "𝔼", "%": "%", "&": "&", "_": "_", "#": "#", "$": "$",
+}
+_TEX_COMMAND = re.compile(r"\\(mathbb\{[A-Z]\}|[A-Za-z]+|[%&_#$])")
+_TEX_WRAPPER = re.compile(r"\\(?:text(?:tt|bf|it|rm|sc|sf)?|math(?:rm|bf|it|tt|sf|cal|frak)|emph|bm|boldsymbol|"
+                          r"operatorname|underline|textsc)\s*\{([^{}]*)\}")
+_MATH = re.compile(r"\$\$?((?:[^$\\]|\\.)+?)\$\$?")
+_EMPHASIS = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<!\w)__(?=\S)(.+?)(?<=\S)__(?!\w)|"
+                       r"(?<![\w*])\*(?=[^\s*])([^*]+?)(?<=\S)\*(?![\w*])")
+_TEX_ESCAPED = re.compile(r"\\([%&_#$])")
+_TEXISH = re.compile(r"[\\^_{}]|^[A-Za-z]$")  # what makes $...$ math rather than two prices
+
+
+def readable(text: str) -> str:
+    """Titles and abstracts as readable text: `$\\texttt{BRAID}$` -> BRAID, `$\\ell_p$` -> ℓ_p, `**T**raining` ->
+    Training, `9.6\\%` -> 9.6%. For display (web cards, answers and exports, the CLI's answers and sources); never
+    changes what is stored or searched."""
+    if "$" in text or "\\" in text:
+        text = _MATH.sub(lambda m: _detex(m.group(1)) if _TEXISH.search(m.group(1).strip()) else m.group(0), text)
+        text = _TEX_ESCAPED.sub(r"\1", text)  # prose escapes outside math: "9.6\%", "H\&E"
+    if "*" in text or "__" in text:
+        text = _EMPHASIS.sub(lambda m: next(g for g in m.groups() if g is not None), text)
+    return text
+
+
+def _detex(math: str) -> str:
+    for _ in range(3):  # nested wrappers: \mathbf{\textit{x}}
+        math = _TEX_WRAPPER.sub(r"\1", math)
+    math = _TEX_COMMAND.sub(lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), math)
+    math = re.sub(r"([_^])\{([^{}]*)\}", r"\1\2", math)
+    return math.replace("{", "").replace("}", "").strip()

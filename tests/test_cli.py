@@ -287,6 +287,26 @@ def test_terminal_escapes_in_paper_text_or_a_servers_words_never_reach_the_termi
     assert "overloaded try later" in runs[4].stdout, runs[4].stdout
 
 
+def test_tex_and_markdown_of_paper_text_read_as_text_in_the_terminal(tmp_path):
+    """Abstracts write "9.6\\%" (153 of the 2,114 bundled ones) and titles "**L**earns"; the web page shows them as
+    9.6% and Learns, and a terminal did not (a newcomer saw the raw marks). The text output shows them readable;
+    JSON keeps the stored text, which is data."""
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()][:3]
+    first = records[0]
+    marked = {**first, "title": "**S**witch Sparse Autoencoders",
+              "abstract": first["abstract"] + " Reconstruction error falls by 9.6\\% at the same compute."}
+    path = tmp_path / "marked.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [marked, *records[1:]]) + "\n")
+    data = tmp_path / "index"
+    rag("ingest", path, "--data-dir", data, check=True)
+    question = "By how much does reconstruction error fall at the same compute with switch sparse autoencoders?"
+    text = rag("ask", question, "--data-dir", data, check=True).stdout
+    assert "by 9.6% at the same compute" in text and "Switch Sparse Autoencoders" in text, text
+    assert "\\%" not in text and "**" not in text, text
+    raw = json.loads(rag("ask", "--json", question, "--data-dir", data, check=True).stdout)
+    assert "9.6\\%" in raw["answer"] and raw["sources"][0]["title"] == "**S**witch Sparse Autoencoders"
+
+
 def test_a_reader_that_stops_early_ends_the_output_quietly(cli_index):
     """`rag topics | head` once ended with "Error: unexpected BrokenPipeError". Made certain, not left to timing:
     `rag ask --json --batch -` answers a first question into a real `head -1`, which prints it and exits; only then is

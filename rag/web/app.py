@@ -505,7 +505,7 @@ def _lay_out(engine: Engine, menu: ModelMenu, t: Any) -> _Layout:
     progress = gr.Markdown(_translated_status(t, engine), elem_id="indexing")
     with gr.Row():
         with gr.Column(scale=3):
-            # latex_delimiters=[]: TeX from papers is shown as plain text (`rag.web.render.plain`), never typeset
+            # latex_delimiters=[]: TeX from papers is shown as plain text (`rag.text.readable`), never typeset
             # by KaTeX from a paper's own `$$...$$` (which could draw over the page).
             chatbot = gr.Chatbot(label=t("chat"), height=560, elem_id="chat", sanitize_html=True,
                                  latex_delimiters=[],

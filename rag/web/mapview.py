@@ -24,8 +24,8 @@ import gradio as gr
 from rag.errors import RagError, one_line
 from rag.explore.topicmap import kind, topic_map
 from rag.store.index import paper_count
-from rag.text import strip_bidi
-from rag.web.render import paper_card, plain
+from rag.text import readable, strip_bidi
+from rag.web.render import paper_card
 
 TEMPLATE = ('<div class="map-status">Loading the map…</div><div class="map-hover">&#160;</div>'
             '<svg class="map-plot" viewBox="-20 -20 1040 1040" preserveAspectRatio="xMidYMid meet" role="img" '
@@ -170,7 +170,7 @@ class MapPanel:
             return {"error": one_line(exc)}
         # Without bidi controls: the script sets them as text, but a U+202E in a title would still reverse the
         # "— topic n" after it in the hover line.
-        titles = {p.paper_id: strip_bidi(plain(p.title or p.label)) for p in self.engine.retriever.state.papers}
+        titles = {p.paper_id: strip_bidi(readable(p.title or p.label)) for p in self.engine.retriever.state.papers}
         labels = {t.n: strip_bidi(t.label) for t in tmap.topics}
         on_map = set(tmap.paper_ids)
         counted = paper_count([p for p in self.engine.retriever.state.papers if p.paper_id in on_map])

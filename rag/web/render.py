@@ -17,7 +17,7 @@ import html
 import re
 
 from rag.generation.cost import money
-from rag.text import BIDI_CONTROLS, first_sentence, link_label, split_sentences, strip_bidi, tokenize
+from rag.text import BIDI_CONTROLS, first_sentence, link_label, readable, split_sentences, strip_bidi, tokenize
 from rag.web.i18n import words
 
 CSS = """
@@ -155,7 +155,7 @@ def paper_card(p: dict, related: list[dict] | None = None, lang: str = "en") -> 
     else:
         body = title_only(lang)
     return (f'<div class="rel-card" data-paper="{html.escape(p["paper_id"], quote=True)}">'
-            f'<div class="src-head"><span class="src-title">{_esc(plain(p["title"]))}</span>'
+            f'<div class="src-head"><span class="src-title">{_esc(readable(p["title"]))}</span>'
             f'{_badge(p.get("decision") or "", "rel-badge")}</div>'
             f'<div class="src-meta">{_authors(p, lang)}{link}{score}</div>{body}</div>{related_list(related, lang)}')
 
@@ -175,13 +175,13 @@ def _card(s: dict, turn: int, question: str, cited: bool, related: list[dict] | 
     link = _openreview(s["url"])
     if s.get("has_abstract", True):
         body = (("" if s["has_title"] else _preview(s["text"]))
-                + f'<div class="src-snippet">{highlight(plain(s["snippet"]), question)}</div>'
+                + f'<div class="src-snippet">{highlight(readable(s["snippet"]), question)}</div>'
                 + _abstract(s["text"], lang))
     else:
         body = title_only(lang)
     return (f'<div class="src-card" id="src-{turn}-{s["n"]}">'
             f'<div class="src-head"><span class="src-n">[{s["n"]}]</span>'
-            f'<span class="src-title">{_esc(plain(s["title"]))}</span>{_badge(s["decision"])}</div>'
+            f'<span class="src-title">{_esc(readable(s["title"]))}</span>{_badge(s["decision"])}</div>'
             f'<div class="src-meta">{_authors(s, lang)}{link} · {_score(s["score"], outcome, lang)}'
             f'{(" · " + words("cited" if outcome == "answered" else "cited_closest", lang)) if cited else ""}</div>'
             f"{body}</div>{related_list(related, lang)}")
@@ -205,11 +205,11 @@ def _openreview(url: str) -> str:
 
 
 def _preview(abstract: str) -> str:
-    return f'<div class="src-preview">{_esc(plain(first_sentence(abstract)))}</div>'
+    return f'<div class="src-preview">{_esc(readable(first_sentence(abstract)))}</div>'
 
 
 def _abstract(abstract: str, lang: str = "en") -> str:
-    return (f'<details class="src-abstract"><summary>{words("abstract", lang)}</summary>{_esc(plain(abstract))}'
+    return (f'<details class="src-abstract"><summary>{words("abstract", lang)}</summary>{_esc(readable(abstract))}'
             "</details>")
 
 
@@ -268,7 +268,7 @@ def answer_markdown(answer: dict, turn: int, lang: str = "en") -> str:
         parts.append(f'<span class="searched">{searched}</span>')
     if answer["abstained"] and answer["sources"]:
         parts.append(words("nearest", lang) + "\n\n" + "\n".join(
-            f'- <a href="#src-{turn}-{s["n"]}">[{s["n"]}]</a> {inert(plain(s["title"]))}'
+            f'- <a href="#src-{turn}-{s["n"]}">[{s["n"]}]</a> {inert(readable(s["title"]))}'
             + _openreview(s["url"]) for s in answer["sources"][:5]))
     if answer["fabricated"]:
         parts.append(f"*Removed {answer['fabricated']} citation(s) to papers that were not retrieved.*")
@@ -326,9 +326,9 @@ def _marked(text: str, unsupported: list[str], shown: str | None = None) -> str:
         if start < 0 or not sentence:
             continue
         end = start + len(sentence)
-        out += [inert(plain(shown[at:end])), UNSUPPORTED_MARK]
+        out += [inert(readable(shown[at:end])), UNSUPPORTED_MARK]
         at = end
-    out.append(inert(plain(shown[at:])))
+    out.append(inert(readable(shown[at:])))
     return "".join(out)
 
 
@@ -430,13 +430,13 @@ def export_markdown(answers: list[dict]) -> str:
     lines = ["# Conversation", ""]
     for i, a in enumerate(answers, start=1):
         question = " ".join(str(a["question"]).split())  # one heading line
-        lines += [f"## Q{i}: {md_text(question)}", "", _MD_CITED.sub(r"[\1]", md_text(plain(a["answer"]))), ""]
+        lines += [f"## Q{i}: {md_text(question)}", "", _MD_CITED.sub(r"[\1]", md_text(readable(a["answer"]))), ""]
         shown = a["sources"] if a["abstained"] else a["citations"]
         if shown:
             lines.append("Nearest papers:" if a["abstained"] else "Sources:")
         for s in shown:
             meta = ", ".join(x for x in (md_text(s["decision"]), _link(s["url"])) if x)
-            lines.append(f"- [{s['n']}] {md_text(plain(s['title']))}" + (f" ({meta})" if meta else ""))
+            lines.append(f"- [{s['n']}] {md_text(readable(s['title']))}" + (f" ({meta})" if meta else ""))
         lines += ["", f"_{md_text(footer(a))}_", ""]
     return "\n".join(lines)
 
@@ -444,42 +444,3 @@ def export_markdown(answers: list[dict]) -> str:
 def _link(url: str) -> str:
     """A source's own link (ingest only lets http/https URLs in) as a Markdown autolink."""
     return f"<{url}>" if url and re.match(r"^https?://[^\s<>]+$", url) else ""
-
-
-# ---- TeX and emphasis as plain text -------------------------------------------------------------------------
-
-_TEX_SYMBOLS = {
-    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε", "zeta": "ζ",
-    "eta": "η", "theta": "θ", "kappa": "κ", "lambda": "λ", "mu": "μ", "nu": "ν", "xi": "ξ", "pi": "π",
-    "rho": "ρ", "sigma": "σ", "tau": "τ", "phi": "φ", "varphi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω",
-    "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Sigma": "Σ", "Phi": "Φ", "Psi": "Ψ", "Omega": "Ω",
-    "ell": "ℓ", "infty": "∞", "times": "×", "cdot": "·", "leq": "≤", "le": "≤", "geq": "≥", "ge": "≥",
-    "neq": "≠", "approx": "≈", "sim": "~", "pm": "±", "to": "→", "rightarrow": "→", "leftarrow": "←",
-    "in": "∈", "sum": "Σ", "prod": "Π", "partial": "∂", "nabla": "∇", "log": "log", "sqrt": "√",
-    "mathbb{R}": "ℝ", "mathbb{E}": "𝔼", "%": "%", "&": "&", "_": "_", "#": "#", "$": "$",
-}
-_TEX_COMMAND = re.compile(r"\\(mathbb\{[A-Z]\}|[A-Za-z]+|[%&_#$])")
-_TEX_WRAPPER = re.compile(r"\\(?:text(?:tt|bf|it|rm|sc|sf)?|math(?:rm|bf|it|tt|sf|cal|frak)|emph|bm|boldsymbol|"
-                          r"operatorname|underline|textsc)\s*\{([^{}]*)\}")
-_MATH = re.compile(r"\$\$?((?:[^$\\]|\\.)+?)\$\$?")
-_EMPHASIS = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<!\w)__(?=\S)(.+?)(?<=\S)__(?!\w)|"
-                       r"(?<![\w*])\*(?=[^\s*])([^*]+?)(?<=\S)\*(?![\w*])")
-_TEXISH = re.compile(r"[\\^_{}]|^[A-Za-z]$")  # what makes $...$ math rather than two prices
-
-
-def plain(text: str) -> str:
-    """Titles and abstracts as readable text: `$\\texttt{BRAID}$` -> BRAID, `$\\ell_p$` -> ℓ_p, `**T**raining` ->
-    Training. For display (cards, answers, exports); never changes what is stored or searched."""
-    if "$" in text or "\\" in text:
-        text = _MATH.sub(lambda m: _detex(m.group(1)) if _TEXISH.search(m.group(1).strip()) else m.group(0), text)
-    if "*" in text or "__" in text:
-        text = _EMPHASIS.sub(lambda m: next(g for g in m.groups() if g is not None), text)
-    return text
-
-
-def _detex(math: str) -> str:
-    for _ in range(3):  # nested wrappers: \mathbf{\textit{x}}
-        math = _TEX_WRAPPER.sub(r"\1", math)
-    math = _TEX_COMMAND.sub(lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), math)
-    math = re.sub(r"([_^])\{([^{}]*)\}", r"\1\2", math)
-    return math.replace("{", "").replace("}", "").strip()

@@ -79,7 +79,8 @@ def test_the_markdown_export_is_plain_text_and_renders_as_that_text_with_nothing
 
     from markdown_it import MarkdownIt
 
-    from rag.web.render import export_markdown, plain
+    from rag.text import readable
+    from rag.web.render import export_markdown
 
     said = "Time-MoE (2.4B parameters): sparse mixture-of-experts - scales well [1]."
     hostile = ('<script>window.__pwned = 1</script> [x](http://evil.example) ![i](http://evil.example/i.png) '
@@ -101,8 +102,8 @@ def test_the_markdown_export_is_plain_text_and_renders_as_that_text_with_nothing
     assert re.findall(r'<a href="([^"]+)"', rendered) == ["https://openreview.net/forum?id=p1",
                                                           "https://openreview.net/forum?id=p2"]
     text = html.unescape(re.sub(r"<[^>]+>", "", rendered))
-    # (`plain` shows TeX and **emphasis** of paper text as plain text, in the export as on the page)
-    assert said in text and f"{plain(hostile)} [2]." in text and "<b>Evil</b> title" in text
+    # (`readable` shows TeX and **emphasis** of paper text as plain text, in the export as on the page)
+    assert said in text and f"{readable(hostile)} [2]." in text and "<b>Evil</b> title" in text
     assert all(line.strip() in text for line in lines)
 
 
