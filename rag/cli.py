@@ -278,7 +278,7 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
             raise click.UsageError("give either QUESTION or --batch, not both")
         if not as_json:
             raise click.UsageError("--batch prints JSON lines; add --json")
-    elif not question:
+    elif question is None:  # an empty one ("") is refused as empty below, like one of spaces
         raise click.UsageError("missing QUESTION (or --batch FILE)")
     else:
         from rag.engine import clean_question

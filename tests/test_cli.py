@@ -147,9 +147,10 @@ def test_stats(cli_index):
 
 def test_errors_are_one_line_and_exit_codes_tell_what_happened(cli_index, tmp_path):
     data_dir, _, _ = cli_index
-    empty = rag("ask", "  ", "--data-dir", data_dir)
-    assert empty.returncode == 1 and empty.stderr.strip() == "Error: The question is empty: type a question about " \
-                                                            "the papers."
+    for blank in ("  ", ""):  # "" once stopped as a usage error, "missing QUESTION", beside the question it was
+        empty = rag("ask", blank, "--data-dir", data_dir)
+        assert empty.returncode == 1 and empty.stderr.strip() == "Error: The question is empty: type a question " \
+                                                                "about the papers."
     no_index = rag("ask", SAE, "--data-dir", tmp_path / "nothing")
     assert no_index.returncode == 1 and "there is no index in" in no_index.stderr
     assert "run `rag ingest PATH` first" in no_index.stderr

@@ -41,6 +41,9 @@ def test_a_word_outside_the_glossary_is_searched_by_its_dictionary_senses_and_gl
     assert zh.translate("有没有研究用扩散模型生成音乐的工作？").terms[:2] == ("study", "diffusion model")  # glossary
     # 便宜 is "cheap" (piányi) here; the dictionary's first entry reads it biànyí, "convenient"
     assert zh.translate("有没有让稀疏自编码器训练更便宜的工作？").terms == ("sparse autoencoder", "training", "cheap")
+    # 代理 alone is "agent"; before a metric, a task, a reward or an objective it is "proxy" (a newcomer's question
+    # on chip placement that optimizes final timing rather than proxy metrics was searched for "agent metric")
+    assert zh.translate("有没有用代理指标之外的最终时序来优化芯片布局的工作？").terms[0] == "proxy metric"
 
 
 def test_a_dictionary_sense_is_a_few_words_not_an_explanation():
