@@ -379,7 +379,14 @@ def render_sources(answer, settings: Settings | None = None) -> str:
     if shown:
         lines.append("Nearest papers:" if answer.abstained else "Closest papers (none clearly answers):"
                      if answer.outcome == "unsure" else "Sources:")
-    for s in shown:
+    # Sources are numbered as retrieved and an answer cites some of them: a source ranked above a cited one but
+    # not cited gets a line of its own, so "[2]" alone never leaves the reader looking for [1].
+    last = max((s.n for s in shown), default=0)
+    skipped = {s.n: s for s in answer.sources if s.n < last and all(c.n != s.n for c in shown)}
+    for s in sorted([*shown, *skipped.values()], key=lambda s: s.n):
+        if s.n in skipped:
+            lines.append(f"[{s.n}] {readable(s.title)} (retrieved, not cited)")
+            continue
         meta = ", ".join(x for x in (s.decision, s.url) if x)
         lines.append(f"[{s.n}] {readable(s.title)}" + (f" ({meta})" if meta else ""))
         if s.authors:

@@ -137,6 +137,24 @@ def test_each_outcome_has_its_own_first_line(cli_index, corpus_engine):
     assert outcomes == ["answered", "unsure"]
 
 
+def test_a_source_ranked_above_a_cited_one_is_named_so_the_numbers_have_no_gap(cli_index):
+    """Sources are numbered as retrieved and an answer may cite [2] and [3] only; the terminal listed just those, and
+    a newcomer looked for [1]. A source ranked above a cited one gets a line saying it was retrieved, not cited."""
+    data_dir, _, _ = cli_index
+    question = "Which papers generate videos with diffusion transformers?"
+    answer = json.loads(rag("ask", "--json", question, "--data-dir", data_dir, check=True).stdout)
+    cited = [c["n"] for c in answer["citations"]]
+    assert cited and 1 not in cited  # the case itself: the top source is not cited (over the 38 seeds)
+    text = rag("ask", question, "--data-dir", data_dir, check=True).stdout
+    sources = text[text.index("Sources:"):]
+    first = answer["sources"][0]
+    assert f"[1] {first['title']} (retrieved, not cited)" in sources
+    for c in answer["citations"]:
+        assert f"[{c['n']}] {c['title']} ({c['decision']}, {c['url']})" in sources
+    shown = [int(n) for n in re.findall(r"^\[(\d+)\]", sources, re.MULTILINE)]
+    assert shown == list(range(1, max(cited) + 1)), sources  # in order, no gap, nothing after the last cited
+
+
 def test_stats(cli_index):
     data_dir, _, _ = cli_index
     info = json.loads(rag("stats", "--json", "--data-dir", data_dir, check=True).stdout)
