@@ -5,7 +5,7 @@
 Without arguments it checks eval/questions/describe_dev.jsonl, describe_heldout.jsonl, describe_final.jsonl,
 describe_final2.jsonl, describe_final3.jsonl, describe_final4.jsonl, describe_final5.jsonl, describe_final6.jsonl,
 describe_final7.jsonl, describe_final8.jsonl, describe_final9.jsonl, describe_final10.jsonl,
-describe_final11.jsonl, describe_final12.jsonl and describe_final13.jsonl.
+describe_final11.jsonl, describe_final12.jsonl, describe_final13.jsonl and describe_final14.jsonl.
 A question is checked against its paper: the gold paper of an answerable question, the `about` paper of a near miss.
 The rule, exactly:
 
@@ -31,9 +31,10 @@ The rule, exactly:
    `allowed_terms` ({"term": "reason"}), for when no everyday word exists.
 
 Also checked: the question's paper is used by no other set in eval/questions/ (as gold, about, cited, relevant or
-pid) nor by another describe set; a "none" question carries `near_miss` (bool); a near miss names its `about`
-paper and has `absent_terms` none of which occurs in that paper's title or abstract; any other "none" question
-has `absent_terms` none of which occurs in any title or abstract (whole word, any case, plural -s/-es).
+pid) nor by another describe set (a set in OLDER_POOL, written on the older sets' papers, only the latter); a "none"
+question carries `near_miss` (bool); a near miss names its `about` paper and has `absent_terms` none of which occurs
+in that paper's title or abstract; any other "none" question has `absent_terms` none of which occurs in any title or
+abstract (whole word, any case, plural -s/-es).
 Prints one line per problem and exits 1 on any problem.
 """
 
@@ -56,7 +57,11 @@ SETS = [ROOT / "eval" / "questions" / name for name in ("describe_dev.jsonl", "d
                                                                  "describe_final7.jsonl", "describe_final8.jsonl",
                                                                  "describe_final9.jsonl", "describe_final10.jsonl",
                                                                  "describe_final11.jsonl", "describe_final12.jsonl",
-                                                                 "describe_final13.jsonl")]
+                                                                 "describe_final13.jsonl", "describe_final14.jsonl")]
+# Sets written on the second order of eval/sample_describe.py (`--pool older`): papers the older, named-question
+# sets use, once the first order (papers no set uses) ran out. Their papers may be used by those older sets, never by
+# another describe set.
+OLDER_POOL = {ROOT / "eval" / "questions" / "describe_final14.jsonl"}
 COMMON_DF = 0.02  # a name or 3-gram used by this share of papers or more is the field's, not the paper's
 RARE_DF = 0.005  # a word used by fewer papers than this share is a rare term
 STOP = frozenset("""
@@ -234,12 +239,12 @@ def absent_pattern(term: str) -> re.Pattern:
     return re.compile(r"(?<![\w-])" + re.escape(term) + r"(?:s|es)?(?![\w-])", re.IGNORECASE)
 
 
-def used_elsewhere(skip: set[Path], corpus: Corpus) -> dict[str, str]:
-    """Paper id -> the first other set that uses it (gold, about, cited, relevant, pid)."""
+def used_elsewhere(skip: set[Path], corpus: Corpus, only: set[Path] | None = None) -> dict[str, str]:
+    """Paper id -> the first other set that uses it (gold, about, cited, relevant, pid); `only` limits the sets read."""
     prefixes = [(re.sub(r"\s+", "", r.get("abstract", "")).lower(), pid) for pid, r in corpus.records.items()]
     used: dict[str, str] = {}
     for path in sorted((ROOT / "eval" / "questions").glob("*.jsonl")):
-        if path.resolve() in skip:
+        if path.resolve() in skip or (only is not None and path.resolve() not in only):
             continue
         for line in path.open(encoding="utf-8"):
             if not line.strip():
@@ -306,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = Corpus(args.corpus)
     skip = {p.resolve() for p in SETS} | {p.resolve() for p in args.sets}
     used = used_elsewhere(skip, corpus)
+    # A set on the older pool may share papers with the older sets, not with another describe set.
+    used_by_describe = used_elsewhere(skip, corpus, only={p.resolve() for p in SETS})
     bad = 0
     mine: dict[str, str] = {}
     for path in args.sets:
@@ -314,7 +321,8 @@ def main(argv: list[str] | None = None) -> int:
             if not line.strip():
                 continue
             q = json.loads(line)
-            problems, papers = check_question(q, corpus, used)
+            older = path.resolve() in {p.resolve() for p in OLDER_POOL}
+            problems, papers = check_question(q, corpus, used_by_describe if older else used)
             for pid in papers:
                 if pid in mine and mine[pid] != f"{path.name}:{q.get('qid')}":
                     problems.append(f"paper {pid} is also used by {mine[pid]}")

@@ -1,6 +1,6 @@
 """The paper order the describe sets were written from (issue 29): ids no other set uses, shuffled with a seed.
 
-    python eval/sample_describe.py [--seed 2929] [--show N]
+    python eval/sample_describe.py [--seed 2929] [--show N] [--pool fresh|older]
 
 Every id any set in eval/questions/ other than the describe sets uses (gold, about, cited, relevant, pid;
 abstract-prefix gold resolved) is excluded; the remaining ids, sorted, are shuffled with random.Random(seed).
@@ -18,6 +18,14 @@ of the thirteen. 1,141 papers are eligible, so the order ends at position 1140: 
 papers and is smaller for it (24 answerable, 6 near misses). The describe sets' own papers are not excluded (`SETS`
 is skipped), so adding a describe set leaves the order unchanged. Each question records its `position`. Prints
 position, id and title.
+
+The second order (`--pool older`, from the fourteenth session): once the first ran out, a describe set may take the
+papers the older sets use (corpus_*, types_*, zh_*, seeds_dev ...: questions that name the paper or reuse its words),
+never a describe set's. Those ids with an abstract, sorted, are shuffled with the same seed; positions continue from
+the first order's end (1141 onwards), so a question's `position` still names one paper. The team has read named
+questions about these papers, never a question describing them in other words; the gate's generated questions
+never used them (eval/train_abstain.py leaves every set's papers out). describe_final14 is the first set on it:
+positions 1141-1204 (answerable) and 1205-1220 (near misses).
 """
 
 from __future__ import annotations
@@ -33,9 +41,12 @@ from eval.check_describe import ROOT, SETS, Corpus, used_elsewhere  # noqa: E402
 SEED = 2929
 
 
-def order(corpus: Corpus, seed: int = SEED) -> list[str]:
+def order(corpus: Corpus, seed: int = SEED, pool: str = "fresh") -> list[str]:
+    """The papers in writing order: `fresh`, those no other set uses; `older`, those only the older sets use."""
     used = used_elsewhere({p.resolve() for p in SETS}, corpus)
-    ids = sorted(pid for pid, rec in corpus.records.items() if pid not in used and rec.get("abstract", "").strip())
+    fresh = pool == "fresh"
+    ids = sorted(pid for pid, rec in corpus.records.items()
+                 if (pid not in used) == fresh and rec.get("abstract", "").strip())
     random.Random(seed).shuffle(ids)
     return ids
 
@@ -44,13 +55,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--show", type=int, default=150)
+    parser.add_argument("--pool", choices=("fresh", "older"), default="fresh",
+                        help="older: the second order, on the older sets' papers (positions from 1141)")
     parser.add_argument("--corpus", type=Path, default=ROOT / "rag" / "data" / "iclr2025.jsonl")
     args = parser.parse_args()
     corpus = Corpus(args.corpus)
-    ids = order(corpus, args.seed)
+    ids = order(corpus, args.seed, args.pool)
+    start = 0 if args.pool == "fresh" else len(order(corpus, args.seed))
     print(f"{len(ids)} eligible of {corpus.n}")
     for i, pid in enumerate(ids[: args.show]):
-        print(i, pid, corpus.records[pid]["title"])
+        print(start + i, pid, corpus.records[pid]["title"])
     return 0
 
 
