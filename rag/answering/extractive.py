@@ -63,7 +63,11 @@ def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
     papers do not answer, against its two cut points (`abstain.cut_points`): from the higher one "not_covered",
     from the lower one "unsure", else "answered"; a best sentence below `abstain_threshold` (no rare name of the
     question matched) is at least "unsure" (`abstain.LOW_CONFIDENCE` says whether it is "not_covered"). Over a
-    smaller collection the confidence bar alone decides, as before the gate: below it, "not_covered"."""
+    smaller collection the confidence bar alone decides, as before the gate: below it, "not_covered".
+
+    A question whose rare name the top paper contains (`Retrieval.named_match`: "Why is LaMPlace better than
+    earlier methods?") is at most "unsure": a paper it names is there, so "not covered" would be false (issue 29:
+    "not covered" only when nothing in the list is close), whatever the gate makes of its other words."""
     if not retrieval.hits:
         return "not_covered"
     weak = retrieval.confidence < settings.abstain_threshold and not retrieval.named_match
@@ -71,7 +75,8 @@ def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
         return "not_covered" if weak else "answered"
     unsure_at, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
     p, formless = abstain.probabilities(retrieval)
-    if p >= not_covered_at and (weak or not p >= unsure_at > formless):  # not covered, unless `form_doubts`
+    if p >= not_covered_at and not retrieval.named_match and (weak or not p >= unsure_at > formless):
+        # not covered, unless `form_doubts` or the question names the top paper's rare name
         return "not_covered"
     if weak:
         return abstain.LOW_CONFIDENCE
@@ -91,6 +96,18 @@ def form_doubts(retrieval: Retrieval, settings: Settings) -> bool:
     unsure_at, _ = abstain.cut_points(settings.abstain_model_threshold)
     p, formless = abstain.probabilities(retrieval)
     return p >= unsure_at > formless
+
+
+def names_only(retrieval: Retrieval, settings: Settings) -> bool:
+    """Whether only the question's name keeps it from "not_covered" (`decide`): the gate's probability reaches its
+    not-covered cut, and the top paper holds the rare name the question uses. The paper is shown, unsure, and no
+    reader is asked (rag.answering.compose): what the question asks of it ("What learning rate was used to
+    fine-tune ... in 'Teaching Human Behavior ...'?", 55 of the read sets' unanswerable questions) is what the
+    gate finds missing, and a small reader grants it."""
+    if not (retrieval.named_match and retrieval.hits and abstain.applies(retrieval)):
+        return False
+    _, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
+    return abstain.probabilities(retrieval)[0] >= not_covered_at
 
 
 def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:

@@ -116,6 +116,27 @@ def test_with_an_llm_an_unsure_question_is_read_by_it_and_its_cited_answer_stand
         assert any("the LLM was not asked" in n for n in near.notices)
 
 
+def test_a_question_naming_a_paper_is_never_not_covered_and_its_reader_is_not_asked(corpus_engine):
+    """A question that names a paper the list has (its rare name, its title) is at most unsure, whatever the gate
+    makes of its other words: "not covered" beside the paper it names is false (issue 29). What it asks of that
+    paper is what the gate finds missing (a figure the abstract leaves out), so no reader is asked either."""
+    from fake_openai import FakeOpenAI
+
+    for question, title in (("LaMPlace 为什么比以前的方法好？", "LaMPlace"),  # a newcomer's: "not covered" before
+                            ("What learning rate was used to fine-tune the VLMs on receiver-behaviour data in "
+                             "'Teaching Human Behavior Improves Content Understanding Abilities Of VLMs'?",
+                             "Teaching Human Behavior")):
+        answer = corpus_engine.ask(question)
+        assert answer.outcome == "unsure" and answer.citations[0].title.startswith(title), answer.answer
+        assert answer.answer.startswith(UNSURE) and f"“{answer.citations[0].title}” [1]: " in answer.answer
+        with FakeOpenAI() as server:
+            read = corpus_engine.derive(llm_model="fake-chat", llm_base_url=server.base_url, llm_api_key="sk-test",
+                                        llm_max_retries=0, llm_rewrite=False).ask(question)
+            assert not server.chat_requests() and read.mode == "extractive" and read.outcome == "unsure"
+            assert any("the LLM was not asked" in n for n in read.notices)
+    assert corpus_engine.ask(UNCOVERED).outcome == "not_covered"  # a topic no paper has still is not covered
+
+
 # describe_dev: three papers are close (the gold one, rank 1, among them); its gate probability (0.28 with the gate
 # of the ninth session, 0.26-0.78 with earlier ones) is in the unsure zone once the unsure cut is set below it, which
 # the tests of that zone do (UNSURE_CUT: `abstain_model_threshold`, the documented setting), so a refit that moves
