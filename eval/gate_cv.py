@@ -98,6 +98,14 @@ def record(engine, sets: list[str]) -> list[dict]:
 
 # --------------------------------------------------------------------------------------------------- features ---
 
+# A yes/no question about the paper in a later clause (`extra`'s yes_no_clause).
+_CLAUSE_YES_NO = re.compile(
+    r"(?:[:;,?]\s+|\band\s+|\bbut\s+)(?!(?:is|are|has|have|does|do)\s+(?:there|anyone|any\s+"
+    r"(?:papers?|works?|stud\w+|research|methods?|approach\w*))\b)"
+    r"(?:has|have|does|do|did|were|was|is|are|can|could|would|will)\s+"
+    r"(?:it|they|this|that|these|those|its|their|the|any|such|one)\b", re.IGNORECASE)
+
+
 def extra(retrieval) -> dict[str, float]:
     """Candidate features tried beside abstain.FEATURES and not kept (eval/README.md), from the Retrieval alone."""
     from rag.search.retrieve import tokenize
@@ -132,11 +140,6 @@ def extra(retrieval) -> dict[str, float]:
     return out
 
 
-_CLAUSE_YES_NO = re.compile(
-    r"(?:[:;,?]\s+|\band\s+|\bbut\s+)(?!(?:is|are|has|have|does|do)\s+(?:there|anyone|any\s+"
-    r"(?:papers?|works?|stud\w+|research|methods?|approach\w*))\b)"
-    r"(?:has|have|does|do|did|were|was|is|are|can|could|would|will)\s+"
-    r"(?:it|they|this|that|these|those|its|their|the|any|such|one)\b", re.IGNORECASE)
 _MEMO: dict[int, dict[str, float]] = {}
 
 
