@@ -102,7 +102,7 @@ def names_only(retrieval: Retrieval, settings: Settings) -> bool:
     """Whether only the question's name keeps it from "not_covered" (`decide`): the gate's probability reaches its
     not-covered cut, and the top paper holds the rare name the question uses. The paper is shown, unsure, and no
     reader is asked (rag.answering.compose): what the question asks of it ("What learning rate was used to
-    fine-tune ... in 'Teaching Human Behavior ...'?", 55 of the read sets' unanswerable questions) is what the
+    fine-tune ... in 'Teaching Human Behavior ...'?", 58 of the read sets' unanswerable questions) is what the
     gate finds missing, and a small reader grants it."""
     if not (retrieval.named_match and retrieval.hits and abstain.applies(retrieval)):
         return False
