@@ -207,15 +207,24 @@ _TEX_SYMBOLS = {
     "neq": "≠", "approx": "≈", "sim": "~", "pm": "±", "to": "→", "rightarrow": "→", "leftarrow": "←",
     "in": "∈", "sum": "Σ", "prod": "Π", "partial": "∂", "nabla": "∇", "log": "log", "sqrt": "√",
     "mathbb{R}": "ℝ", "mathbb{E}": "𝔼", "%": "%", "&": "&", "_": "_", "#": "#", "$": "$",
+    "cup": "∪", "cap": "∩", "setminus": "∖", "subset": "⊂", "subseteq": "⊆", "forall": "∀", "exists": "∃",
+    "mid": "|", "ldots": "…", "dots": "…", "cdots": "⋯", "langle": "⟨", "rangle": "⟩", "circ": "∘", "star": "⋆",
+    "propto": "∝", "ll": "≪", "gg": "≫", "Rightarrow": "⇒", "mapsto": "↦", "top": "⊤", "emptyset": "∅",
+    "quad": " ", "qquad": " ", ",": " ", ";": " ", "!": "",
 }
-_TEX_COMMAND = re.compile(r"\\(mathbb\{[A-Z]\}|[A-Za-z]+|[%&_#$])")
+# An accent over one letter becomes the letter with the combining accent (\bar{X} -> X̄); over more, the letters.
+_ACCENTS = {"bar": "\u0304", "overline": "\u0304", "hat": "\u0302", "widehat": "\u0302", "tilde": "\u0303",
+            "widetilde": "\u0303", "vec": "\u20d7", "dot": "\u0307", "ddot": "\u0308"}
+_ACCENT = re.compile(r"\\(" + "|".join(_ACCENTS) + r")\s*(?:\{([^{}]*)\}|([A-Za-z]))")
+_TEX_COMMAND = re.compile(r"\\(mathbb\{[A-Z]\}|[A-Za-z]+|[%&_#$,;!])")
 _TEX_WRAPPER = re.compile(r"\\(?:text(?:tt|bf|it|rm|sc|sf)?|math(?:rm|bf|it|tt|sf|cal|frak)|emph|bm|boldsymbol|"
                           r"operatorname|underline|textsc)\s*\{([^{}]*)\}")
 _MATH = re.compile(r"\$\$?((?:[^$\\]|\\.)+?)\$\$?")
 _EMPHASIS = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*|(?<!\w)__(?=\S)(.+?)(?<=\S)__(?!\w)|"
                        r"(?<![\w*])\*(?=[^\s*])([^*]+?)(?<=\S)\*(?![\w*])")
 _TEX_ESCAPED = re.compile(r"\\([%&_#$])")
-_TEXISH = re.compile(r"[\\^_{}]|^[A-Za-z]$")  # what makes $...$ math rather than two prices
+# What makes $...$ math rather than two prices: TeX's marks, one letter, or a letter's function ("O(n)", "f(x)").
+_TEXISH = re.compile(r"[\\^_{}]|^[A-Za-z]$|^[A-Za-z]{1,3}\([^()$]*\)$")
 
 
 def readable(text: str) -> str:
@@ -231,8 +240,15 @@ def readable(text: str) -> str:
 
 
 def _detex(math: str) -> str:
-    for _ in range(3):  # nested wrappers: \mathbf{\textit{x}}
+    math = math.replace("\\{", "\x01").replace("\\}", "\x02")  # escaped braces are the set's, kept
+    for _ in range(3):  # nested wrappers: \mathbf{\textit{x}}, \bar{\mathcal{G}}
         math = _TEX_WRAPPER.sub(r"\1", math)
+        math = _ACCENT.sub(_accented, math)
     math = _TEX_COMMAND.sub(lambda m: _TEX_SYMBOLS.get(m.group(1), m.group(1)), math)
     math = re.sub(r"([_^])\{([^{}]*)\}", r"\1\2", math)
-    return math.replace("{", "").replace("}", "").strip()
+    return math.replace("{", "").replace("}", "").replace("\x01", "{").replace("\x02", "}").strip()
+
+
+def _accented(match: re.Match) -> str:
+    body = match.group(2) if match.group(2) is not None else match.group(3)
+    return body + _ACCENTS[match.group(1)] if len(body) == 1 else body

@@ -64,3 +64,17 @@ def test_background_indexing_loads_the_splitter_before_its_thread_starts(tmp_pat
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "added 38" in run.stdout, run.stderr
     assert "splitter loaded when background-ingest started: True" in run.stdout
+
+
+def test_paper_tex_and_markdown_read_as_text_and_prices_stay_prices():
+    """`readable` is how paper text is shown (web cards and answers, exports, the CLI). A newcomer saw "$O(n)$"
+    verbatim beside a converted "O(n^2)", and "barG on barX = X cup \\Y\\." for a set's closure."""
+    from rag.text import readable
+
+    assert readable("achieves $O(n)$ time and $O(n^2)$ memory") == "achieves O(n) time and O(n^2) memory"
+    closure = r"a graph $\bar{\mathcal{G}}$ on $\bar{X} = X \cup \{Y\}$."
+    assert readable(closure) == "a graph G\u0304 on X\u0304 = X ∪ {Y}."
+    assert readable(r"$\texttt{BRAID}$ certifies $\ell_p$ robustness, $f(x)$ and $\hat y$") == \
+        "BRAID certifies ℓ_p robustness, f(x) and y\u0302"
+    assert readable("it costs $5 and $10 each") == "it costs $5 and $10 each"  # two prices, not math
+    assert readable("improves by 9.6\\% on **L**earns and H\\&E slides") == "improves by 9.6% on Learns and H&E slides"
