@@ -72,7 +72,7 @@ from rag.search.topical import coverage, topic_groups
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 BOILERPLATE_PENALTY = 0.3  # "Code is available at https://..." (`rag.text.is_boilerplate`) answers no question
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
-CORPUS_FORMAT = 2  # version of the cached corpus (`HybridRetriever.refresh`): bump when what it holds changes
+CORPUS_FORMAT = 3  # version of the cached corpus (`HybridRetriever.refresh`): bump when what it holds changes
 SNIPPET_PAPERS = 3  # the top papers with abstracts whose sentences answer (the best one is the confidence)
 _WORD = re.compile(r"(?<![\w-])[\w][\w-]*")
 # A method or dataset name as users type it: CatVTON, BirdSet, Time-MoE, X-ALMA, TEAL, Scylla (not sentence-initial).
@@ -128,6 +128,8 @@ class _Corpus:
     terms: list[frozenset[str]] = field(default_factory=list)  # each paper's stemmed terms (rag.search.topical)
     dense: Dense | None = None  # the chunk and sentence vectors of a store at rest (`rag.store.snapshot`)
     mpnet: np.ndarray | None = None  # one all-mpnet-base-v2 vector per paper, rows as `papers` (None: not used)
+    # A coined name a title opens with ("SAM 2: ...", "LaMPlace: ...") -> the ids of the papers it names (`title_names`)
+    names: dict[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -283,7 +285,8 @@ class HybridRetriever:
                              np.array([p.decision for p in papers], dtype=object), bm25, df,
                        Counter(t for doc in tokens for t in set(doc)), [frozenset(doc) for doc in tokens],
                        snapshot.dense_from(self.index, papers) if dense else None,
-                       self.mpnet.papers(papers) if self.mpnet is not None and papers else None)
+                       self.mpnet.papers(papers) if self.mpnet is not None and papers else None,
+                       title_names(papers))
 
     def retrieve(self, question: str, params: RetrievalParams = RetrievalParams(),
                  vector: np.ndarray | None = None, rewrite: str = "") -> Retrieval:
@@ -309,10 +312,16 @@ class HybridRetriever:
             return retrieval
         rankings = self.candidates(query, params, state)
         fused = self._fuse(rankings, params)
+        named = named_papers(question, state)
         if rewrite.strip():  # the LLM's expansion of the question takes the place of pseudo-relevance feedback
             fused = self._with_rewrite(query, rewrite, rankings, params, state)
         elif params.prf_terms or params.rocchio_weight:
             fused = self._fuse({**rankings, **self.feedback(query, params, state, fused)}, params)
+        if named:  # the papers whose coined title name the question writes come first, in their fused order
+            allowed = self._allowed(params, state)
+            named = [pid for pid in named if allowed is None or allowed[state.position[pid]]]
+            top = fused[0][1] if fused else 1.0
+            fused = [(pid, top) for pid in named] + [(pid, score) for pid, score in fused if pid not in named]
         # The signals are the question's own scores (first pass), whatever the feedback did to the ranking.
         hits = [Hit(state.papers[state.position[pid]], score, rankings.get("dense", {}).get(pid),
                     rankings.get("bm25", {}).get(pid)) for pid, score in fused]
@@ -479,7 +488,10 @@ class HybridRetriever:
         for word in words:
             if state.df.get(word.casefold(), 0) > limit:
                 continue
-            pattern = re.compile(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])", re.IGNORECASE)
+            # An acronym typed in capitals is that acronym: "FIFA" is not the "FiFA" a data-filtering paper coined
+            # (a newcomer's World Cup question came back unsure beside it); other names match in any case.
+            pattern = re.compile(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])",
+                                 0 if word.isupper() else re.IGNORECASE)
             if pattern.search(paper.search_text):
                 return word
         return ""
@@ -546,6 +558,47 @@ def rm3_weights(terms: list[str], top: list[tuple[StoredPaper, float]], n_terms:
     for term, p in chosen:
         weights[term] = weights.get(term, 0.0) + (1 - query_weight) * p / mass
     return weights
+
+
+# The name a title opens with, before its colon ("SAM 2: Segment Anything ...", "LaMPlace: Learning to ..."), when it
+# is coined: a word with a digit, an inner capital or all capitals, or one capitalised word ("Drama"); not a phrase
+# of the field ("Scaling Laws: ...", "Beyond Accuracy: ...").
+_TITLE_NAME = re.compile(r"^\s*([^:]{2,40}?)\s*:\s")
+_COINED = re.compile(r"\d|^[A-Z]{2,}|[a-z][A-Z]|^[A-Z][\w-]*-[A-Z]")
+
+
+def title_names(papers: list[StoredPaper]) -> dict[str, list[str]]:
+    """Coined title name -> the ids of the papers whose titles open with it (see _TITLE_NAME)."""
+    names: dict[str, list[str]] = {}
+    for paper in papers:
+        match = _TITLE_NAME.match(paper.title or "")
+        if not match:
+            continue
+        name = match.group(1)
+        words = name.split()
+        if len(words) > 4 or not (any(_COINED.search(w) for w in words) or (len(words) == 1 and name[0].isupper())):
+            continue
+        names.setdefault(name, []).append(paper.paper_id)
+    return names
+
+
+def named_papers(question: str, state: "_Corpus") -> list[str]:
+    """The papers whose coined title name (`title_names`) the question writes, as written (case and all), as a
+    whole word and not as part of a longer name it also writes ("SAM 2" is not "SAM-CP"). A user who asks "What is
+    SAM 2?" means the paper titled "SAM 2: ...", which ranked third behind a paper on sharpness-aware minimization
+    (SAM) and one titled "SAM-CP: ..." (a newcomer's finding). A one-word name that is an English word ("Drama")
+    counts in mid-sentence only, where its capital marks a name."""
+    found: list[tuple[int, int, str]] = []  # (start, end, name)
+    for name in state.names:
+        for match in re.finditer(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", question):
+            if match.start() == 0 and not any(_COINED.search(w) for w in name.split()):
+                continue
+            found.append((match.start(), match.end(), name))
+    longest = [f for f in found if not any(o[0] <= f[0] and f[1] <= o[1] and o != f for o in found)]
+    ids: list[str] = []
+    for _, _, name in sorted(longest):
+        ids += [pid for pid in state.names[name] if pid not in ids]
+    return ids
 
 
 def room_for_abstracts(hits: list[Hit], k: int, room: int = SNIPPET_PAPERS) -> list[Hit]:

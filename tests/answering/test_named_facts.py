@@ -127,3 +127,25 @@ def test_a_numbered_list_item_is_not_the_figure_asked_for(corpus_engine):
     answer = corpus_engine.ask("用激活信标压缩长上下文的方法，推理能加速多少倍？")
     assert answer.citations[0].title == "Long Context Compression with Activation Beacon", answer.answer
     assert "2x acceleration in inference time" in answer.answer, answer.answer
+
+
+@pytest.mark.parametrize("question", ["What is SAM 2?", "SAM 2 为什么比以前的方法好？", "Who wrote the SAM 2 paper?"])
+def test_a_question_naming_a_papers_coined_title_name_gets_that_paper_first(corpus_engine, question):
+    """"SAM 2" is the name the title "SAM 2: Segment Anything in Images and Videos" opens with; a newcomer asking
+    "What is SAM 2?" got a paper on sharpness-aware minimization (SAM) first, and answered from it."""
+    answer = corpus_engine.ask(question)
+    assert answer.sources[0].title.startswith("SAM 2: Segment Anything"), [s.title for s in answer.sources]
+    assert answer.citations and answer.citations[0].n == 1 and answer.outcome == "answered"
+
+
+def test_a_title_name_counts_only_as_written_and_whole():
+    from rag.search.retrieve import _Corpus, named_papers
+
+    state = _Corpus([], {}, None, None, None, names={"SAM 2": ["sam2"], "SAM-CP": ["samcp"], "Drama": ["drama"],
+                                                      "LaMPlace": ["lamp"]})
+    assert named_papers("What is SAM 2 and how does SAM-CP differ?", state) == ["sam2", "samcp"]
+    assert named_papers("What does SAM do on video?", state) == []  # "SAM" names neither
+    assert named_papers("Why does Drama use Mamba?", state) == ["drama"]
+    assert named_papers("Drama generation with LLMs?", state) == []  # an English word opening a sentence
+    assert named_papers("drama and lamplace", state) == []  # as written: case and all
+    assert named_papers("LaMPlace 为什么好？", state) == ["lamp"]  # a coined name may open the question
