@@ -115,8 +115,9 @@ def _busy(settings: Settings, doing: str) -> str:
     except OSError:
         pass
     return (f"a running `rag serve` (pid {pid}) uses the index in {settings.data_dir}, so this process cannot "
-            f"{doing} there. Add papers through its page (Add papers), stop it first, or run a Chroma server "
-            "(`chroma run --path DIR`) and point both at it with RAG_CHROMA_URL.")
+            f"{doing} there. Ask it through its page or its HTTP API (README, \"Web chat\": /gradio_api/call/ask), "
+            "add papers through its page (Add papers), stop it first, or run a Chroma server (`chroma run --path "
+            "DIR`) and point both at it with RAG_CHROMA_URL.")
 
 
 def _flock_soon(handle, wait: float = 0.5) -> bool:

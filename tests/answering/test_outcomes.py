@@ -135,6 +135,9 @@ def test_a_question_naming_a_paper_is_never_not_covered_and_its_reader_is_not_as
             assert not server.chat_requests() and read.mode == "extractive" and read.outcome == "unsure"
             assert any("the LLM was not asked" in n for n in read.notices)
     assert corpus_engine.ask(UNCOVERED).outcome == "not_covered"  # a topic no paper has still is not covered
+    # An acronym typed in capitals names only what is written so: FIFA is not FiFA, a data-filtering method.
+    fifa = corpus_engine.ask("Who won the 2022 FIFA World Cup?")
+    assert fifa.outcome == "not_covered" and "FiFA" in corpus_engine.paper(fifa.sources[0].paper_id).abstract
 
 
 # describe_dev: three papers are close (the gold one, rank 1, among them); its gate probability (0.28 with the gate
