@@ -19,13 +19,14 @@ papers and is smaller for it (24 answerable, 6 near misses). The describe sets' 
 is skipped), so adding a describe set leaves the order unchanged. Each question records its `position`. Prints
 position, id and title.
 
-The second order (`--pool older`, from the fourteenth session): once the first ran out, a describe set may take the
-papers the older sets use (corpus_*, types_*, zh_*, seeds_dev ...: questions that name the paper or reuse its words),
-never a describe set's. Those ids with an abstract, sorted, are shuffled with the same seed; positions continue from
-the first order's end (1141 onwards), so a question's `position` still names one paper. The team has read named
-questions about these papers, never a question describing them in other words; the gate's generated questions
-never used them (eval/train_abstain.py leaves every set's papers out). describe_final14 is the first set on it:
-positions 1141-1204 (answerable) and 1205-1220 (near misses).
+The second order (`--pool older`, from the fourteenth session; 973 papers, positions 1141-2113): once the first ran
+out, a describe set may take the papers the older sets use (corpus_*, types_*, zh_*, seeds_dev ...: questions that
+name the paper or reuse its words), never a describe set's. Those ids with an abstract, sorted, are shuffled with
+the same seed; positions continue from the first order's end (1141 onwards), so a question's `position` still names
+one paper. The team has read named questions about these papers, never a question describing them in other words;
+the gate's generated questions never used them (eval/train_abstain.py leaves every set's papers out).
+describe_final14 is the first set on it: positions 1141-1204 (answerable) and 1205-1220 (near misses); the next set
+starts at 1221.
 """
 
 from __future__ import annotations

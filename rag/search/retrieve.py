@@ -590,6 +590,8 @@ def named_papers(question: str, state: "_Corpus") -> list[str]:
     counts in mid-sentence only, where its capital marks a name."""
     found: list[tuple[int, int, str]] = []  # (start, end, name)
     for name in state.names:
+        if name not in question:  # most names: a substring test, before any pattern
+            continue
         for match in re.finditer(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", question):
             if match.start() == 0 and not any(_COINED.search(w) for w in name.split()):
                 continue
