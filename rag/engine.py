@@ -36,7 +36,7 @@ from rag.generation import rewrite as rewriting
 from rag.query import zh
 from rag.query.filters import Filters
 from rag.query.intent import Intent, parse
-from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams
+from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams, named_papers
 from rag.explore.related import PaperNotFound, Related, explorer, find_paper
 from rag.explore.topicmap import TopicMap, topic_map
 from rag.generation import prompts, support
@@ -66,9 +66,14 @@ _ANAPHORA = re.compile(
     # "the paper" refers back; "the paper about X" / "the method that ..." names something new
     r"(?:this|that|these|those|the|same)\s+(?:paper|papers|work|works|method|methods|approach|approaches|one|ones|"
     r"study|studies|authors?)(?!\s+(?:about|on|called|titled|named|that|which|proposing|by|from|in|with|for|of)\b))"
-    r"\b|它|它们|他们|这篇|那篇|该论文|该方法|这些论文|这个方法", re.I)
-_PLURAL = re.compile(r"\b(?:(?:these|those|the)\s+(?:papers|works|methods|approaches|ones|studies)|each\s+of\s+them|"
-                     r"all\s+of\s+them|both|each)\b|它们|这些论文|这些方法", re.I)
+    r"\b|它|它们|他们|这篇|那篇|该论文|该方法|这些论文|这个方法|其中", re.I)
+_PLURAL = re.compile(r"\b(?:(?:these|those|the)\s+(?:papers|works|methods|approaches|ones|studies)|\w+\s+of\s+them|"
+                     r"both|each)\b|它们|这些论文|这些方法|其中", re.I)
+# "the second one", "the third paper": one of the previous answer's papers, by its place in that answer.
+_ORDINAL = re.compile(r"\bthe\s+(first|second|third|fourth|fifth|last)\s+(?:one|paper|work|method|study)\b"
+                      r"|第([一二三四五])篇", re.I)
+_PLACES = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1,
+           "一": 0, "二": 1, "三": 2, "四": 3, "五": 4}
 # A question that continues the previous one's topic without repeating it ("And for images?", "What about ViTs?").
 _ELLIPSIS = re.compile(r"^(?:and|but|also|what\s+about|how\s+about|same\s+for)\b|^(?:那|那么|还有)", re.I)
 
@@ -203,20 +208,30 @@ def standalone_question(question: str, history: list[dict[str, Any]] | None) -> 
 
 
 def previous_papers(question: str, history: list[dict[str, Any]] | None,
-                    papers: Sequence[StoredPaper] = ()) -> list[str]:
+                    papers: Sequence[StoredPaper] = (), named: Sequence[str] = ()) -> list[str]:
     """The papers a follow-up is about: those the previous answer cited (its turn's `paper_ids`), when the
     question refers to them ("Who wrote it?", "What data did they use?"); else none. A turn without `paper_ids`
     (history written by hand, or by another client) cites the `papers` whose whole title (three words or more)
     its text names (or the name before a title's colon, "CatVTON"), in the order it names them: every extractive
     answer names its papers' titles."""
-    if not history or not _ANAPHORA.search(question):
+    ordinal = _ORDINAL.search(question)
+    if not history or not (ordinal or _ANAPHORA.search(question)):
         return []
     last = next((t for t in reversed(history) if t.get("role") == "assistant"), None)
     ids = list((last or {}).get("paper_ids") or [])
     if last and not ids and papers:
         ids = _papers_named(str(last.get("content") or ""), papers)
+    # A question that names a paper (`named`: by its coined title name, `rag.search.retrieve.named_papers`; or by
+    # its whole title) is about that one: "Why does Drama use Mamba for its world model?" after an answer on another
+    # paper searches for Drama (a newcomer's was answered "not covered" from the previous answer's paper).
+    named = list(dict.fromkeys([*named, *(_papers_named(question, papers) if papers else [])]))
+    if named:
+        return [pid for pid in named if pid in ids][:MAX_FOCUS]
+    if ordinal:  # "What dataset did the second one use?"
+        place = _PLACES[(ordinal.group(1) or ordinal.group(2)).lower()]
+        return [ids[place]] if -len(ids) <= place < len(ids) else []
     # "it", "they" (the authors, most often), "the paper": the paper the previous answer was first about;
-    # "these papers", "each of them", "both": all it cited.
+    # "these papers", "which of them", "both": all it cited.
     return ids[:MAX_FOCUS] if _PLURAL.search(question) else ids[:1]
 
 
@@ -230,7 +245,7 @@ def _papers_named(text: str, papers: Sequence[StoredPaper]) -> list[str]:
         title = plain(paper.title)
         at = flat.find(f" {title} ") if title.count(" ") >= 2 else -1
         name = paper.title.split(":", 1)[0].strip() if ":" in paper.title else ""
-        if at < 0 and name and len(name) >= 3 and re.search(r"[A-Z0-9]", name[1:]):
+        if at < 0 and name and len(name) >= 3 and name in text and re.search(r"[A-Z0-9]", name[1:]):
             found = re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text)
             at = flat.find(f" {plain(name)} ") if found else -1
         if at >= 0:
@@ -764,7 +779,11 @@ class Engine:
         With `llm_rewrite` on, the same call also rewrites it for search (`rag.generation.rewrite`): one call, not
         two."""
         turns = [t for t in history or [] if t.get("role") in ("user", "assistant") and t.get("content")]
-        focus = previous_papers(question, turns, self.retriever.state.papers)
+        state = self.retriever.state
+        named = named_papers(question, state)
+        focus = previous_papers(question, turns, state.papers, named)
+        if named and not focus:  # it names a paper the previous answer did not cite: it stands alone
+            return question, [], "", None
         if focus or llm is None or not turns or standalone_question(question, turns) == question:
             return (question if focus else standalone_question(question, turns)), focus, "", None
         if self.settings.llm_rewrite:

@@ -189,8 +189,9 @@ def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], 
       named once; only the top paper's when the question is about one paper (`single_paper`)."""
     if not retrieval.hits:
         return "", []
-    if answer_type in RECORD_TYPES:
-        return record_answer(answer_type, sources[0], asked_decision), [1]
+    if answer_type in RECORD_TYPES:  # a follow-up's papers each ("Which of them is an oral?"), else the top one
+        about = sources if follow_up else sources[:1]
+        return "\n".join(record_answer(answer_type, s, asked_decision) for s in about), [s.n for s in about]
     if answer_type in ("list", "count", "compare"):
         listed = listing(answer_type, retrieval, sources, settings, whole_list, compared)
         if listed[1]:

@@ -81,7 +81,11 @@ _DECISION_TYPE = re.compile(
     rf"^(?:(?:is|was)\s+(?P<subject>.+?)\s+(?:accepted\s+as\s+)?(?:an?\s+)?(?P<asked>oral|spotlight|poster)"
     rf"(?P<either>(?:,?\s+(?:or\s+)?(?:an?\s+)?(?:oral|spotlight|poster))+)?(?:\s+(?:paper|presentation))?(?:\s+at\s+iclr(?:\s+2025)?)?\s*\??$|"
     rf"how\s+was\s+(?P<subject2>.+?)\s+accepted(?:\s+at\s+iclr(?:\s+2025)?)?\s*\??$|"
-    rf"what\s+(?:was|is)\s+the\s+(?:decision|acceptance\s+decision|outcome)\s+(?:for|on|of)\s+{_ABOUT})", re.I)
+    rf"what\s+(?:was|is)\s+the\s+(?:decision|acceptance\s+decision|outcome)\s+(?:for|on|of)\s+{_ABOUT}|"
+    # "Which of them is an oral?", "Are any of these papers spotlights?": the decisions of a follow-up's papers
+    rf"(?:which|(?:is|are|was|were)\s+any)\s+(?:one\s+)?of\s+(?P<subject3>them|these|those)(?:\s+papers)?"
+    rf"(?:\s+(?:is|are|was|were))?\s+(?:accepted\s+as\s+)?(?:an?\s+)?(?P<asked2>oral|spotlight|poster)s?"
+    rf"(?:\s+(?:papers?|presentations?))?\s*\??$)", re.I)
 
 # Decision words that describe papers ("orals", "oral papers", "accepted as a spotlight"), not a topic ("oral
 # health" stays a search term).
@@ -213,10 +217,10 @@ def _read(question: str, known_author: Callable[[str], bool]) -> dict:
     decision = _DECISION_TYPE.search(text)
     if decision:  # "is X an oral?" asks about X's decision; it does not filter by it
         out["type"] = "decision"
-        asked = decision.group("asked")
+        asked = decision.group("asked") or decision.group("asked2")
         # "a spotlight or a poster?" asks which, not yes or no
         out["asked_decision"] = _DECISION_WORDS[asked.lower()] if asked and not decision.group("either") else ""
-        subject = decision.group("subject") or decision.group("subject2")
+        subject = decision.group("subject") or decision.group("subject2") or decision.group("subject3")
         text = subject if subject else text[decision.end():]
     else:
         decisions: list[str] = []

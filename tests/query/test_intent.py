@@ -101,6 +101,40 @@ def test_follow_ups_lean_on_the_previous_turn_only_when_they_refer_to_it():
         "Which paper introduces Switch sparse autoencoders? And for vision transformers?"
 
 
+def test_a_follow_up_picks_the_previous_papers_it_means_and_a_named_paper_stands_alone():
+    """A newcomer's follow-ups in the web chat: "Which of them is an oral?" after a list searched its first paper
+    only; "What dataset did the second one use?" ignored the list; "Why does Drama use Mamba for its world model?"
+    after an answer on another paper stayed within that paper and came back not covered."""
+    listed = ["p1", "p2", "p3", "p4", "p5"]
+    history = [{"role": "user", "content": "Which papers generate molecules with diffusion models?"},
+               {"role": "assistant", "content": "5 papers match ...", "paper_ids": listed}]
+    for question in ("Which of them is an oral?", "Are any of them orals?", "其中哪篇是口头报告？"):
+        assert previous_papers(question, history) == listed, question
+    assert previous_papers("What dataset did the second one use?", history) == ["p2"]
+    assert previous_papers("Who wrote the last paper?", history) == ["p5"]
+    assert previous_papers("第三篇用了什么数据？", history) == ["p3"]
+    assert previous_papers("What did the ninth one find?", history) == []  # no ninth: nothing to lean on
+    # A question naming a paper (`named`, from the title names) is about it: within the answer if it was cited, else
+    # not a follow-up at all.
+    assert previous_papers("Why does Drama use Mamba for its world model?", history, named=["drama"]) == []
+    assert previous_papers("Why does Drama use Mamba for its world model?", history, named=["p3"]) == ["p3"]
+
+
+def test_which_of_them_is_an_oral_gives_each_previous_papers_decision(seed_engine):
+    listed = seed_engine.ask("Which papers generate videos with diffusion transformers?")
+    assert len(listed.cited_ids) >= 2
+    history = [{"role": "user", "content": listed.question},
+               {"role": "assistant", "content": listed.answer, "paper_ids": listed.cited_ids}]
+    for question in ("Which of them is an oral?", "Are any of them spotlights?"):
+        assert parse(question).type == "decision"
+        answer = seed_engine.ask(question, history=history)
+        assert answer.answer_type == "decision" and answer.focus == listed.cited_ids
+        lines = answer.answer.splitlines()
+        assert len(lines) == len(listed.cited_ids) and [c.paper_id for c in answer.citations] == listed.cited_ids
+        for line, cited in zip(lines, answer.citations):
+            assert f"“{cited.title}” [{cited.n}]" in line and line.startswith(("Yes", "No")), line
+
+
 def test_a_turn_without_paper_ids_refers_to_the_papers_whose_titles_it_names(seed_engine):
     papers = seed_engine.retriever.state.papers
     first = seed_engine.ask("How does Time-MoE scale forecasting models?")
