@@ -196,13 +196,23 @@ def check_history(history: Any) -> list[dict[str, Any]]:
     return out
 
 
+# A follow-up is a short question; a paste this long (an abstract, a page of notes) says "it" and "they" of
+# itself. A newcomer's 20,000-character paste after another question was answered from that answer's papers.
+FOLLOW_UP_CHARS = 400
+
+
+def _leans_on_history(question: str) -> bool:
+    """Whether the question is short enough to be read as a follow-up by its words (FOLLOW_UP_CHARS)."""
+    return len(question) <= FOLLOW_UP_CHARS
+
+
 def standalone_question(question: str, history: list[dict[str, Any]] | None) -> str:
     """The query to retrieve with, without an LLM to rewrite follow-ups: a question that leans on the previous turn
     (a pronoun like "they", or an ellipsis like "And for images?") is searched together with the previous user
     question; any other question is searched alone, however short, so a change of topic is never glued to the
     last one."""
     previous = [t.get("content", "") for t in (history or []) if t.get("role") == "user" and t.get("content")]
-    if previous and (_ANAPHORA.search(question) or _ELLIPSIS.search(question)):
+    if previous and _leans_on_history(question) and (_ANAPHORA.search(question) or _ELLIPSIS.search(question)):
         return f"{previous[-1]} {question}"
     return question
 
@@ -215,7 +225,7 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
     its text names (or the name before a title's colon, "CatVTON"), in the order it names them: every extractive
     answer names its papers' titles."""
     ordinal = _ORDINAL.search(question)
-    if not history or not (ordinal or _ANAPHORA.search(question)):
+    if not history or not _leans_on_history(question) or not (ordinal or _ANAPHORA.search(question)):
         return []
     last = next((t for t in reversed(history) if t.get("role") == "assistant"), None)
     ids = list((last or {}).get("paper_ids") or [])

@@ -114,6 +114,10 @@ def test_a_follow_up_picks_the_previous_papers_it_means_and_a_named_paper_stands
     assert previous_papers("Who wrote the last paper?", history) == ["p5"]
     assert previous_papers("第三篇用了什么数据？", history) == ["p3"]
     assert previous_papers("What did the ninth one find?", history) == []  # no ninth: nothing to lean on
+    # A long paste says "it" and "they" of itself: not a follow-up (FOLLOW_UP_CHARS).
+    pasted = "We study diffusion models for molecules. " * 12 + "They generate 3D conformers. Is there work like it?"
+    assert len(pasted) > 400
+    assert previous_papers(pasted, history) == [] and standalone_question(pasted, history) == pasted
     # A question naming a paper (`named`, from the title names) is about it: within the answer if it was cited, else
     # not a follow-up at all.
     assert previous_papers("Why does Drama use Mamba for its world model?", history, named=["drama"]) == []
