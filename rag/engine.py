@@ -790,7 +790,7 @@ class Engine:
         two."""
         turns = [t for t in history or [] if t.get("role") in ("user", "assistant") and t.get("content")]
         state = self.retriever.state
-        named = named_papers(question, state)
+        named = named_papers(question, state) if turns else []  # only a conversation has papers to tell apart
         focus = previous_papers(question, turns, state.papers, named)
         if named and not focus:  # it names a paper the previous answer did not cite: it stands alone
             return question, [], "", None

@@ -316,7 +316,7 @@ def probability(retrieval: Retrieval) -> float:
 def probabilities(retrieval: Retrieval) -> tuple[float, float]:
     """(`probability`, the same as if the question's form said nothing: FORM_FEATURES at 0, their value for a
     search), from one feature vector: the second is what the retrieval alone says (`rag.answering.extractive`'s
-    `form_doubts`). (0.0, 0.0) when no model is fitted."""
+    `reader_doubt`). (0.0, 0.0) when no model is fitted."""
     if not WEIGHTS:
         return 0.0, 0.0
     raw = features(retrieval)

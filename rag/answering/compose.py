@@ -41,8 +41,8 @@ from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.generation.support import Checker
 from rag.answering.compare import side_papers
 from rag.answering.context import reader_sources
-from rag.answering.extractive import (RECORD_TYPES, abstention_text, closest, decide, extractive, form_doubts,
-                                      names_only, passage, unsure_text)
+from rag.answering.extractive import (RECORD_TYPES, abstention_text, closest, decide, extractive, passage,
+                                      reader_doubt, unsure_text)
 from rag.answering.records import Answer, Delta, Restart, Source
 from rag.text import tokenize
 
@@ -71,14 +71,10 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     reader = (lambda: _llm_answer(answer, reader_sources(retrieval, answer.sources, settings), llm, templates, checker,
                                   started, standalone, settings.policy.refusal_extra_words)) \
         if llm is not None and not answer.fallback_reason else None
-    if outcome == "unsure" and reader is not None and not focused and form_doubts(retrieval, settings):
-        reader = None  # the question asks whether a close paper went further: its abstract decides (`form_doubts`)
-        answer.notices.append("The question asks whether a paper did something its abstract may not say: the "
-                              "closest papers are quoted, and the LLM was not asked.")
-    elif outcome == "unsure" and reader is not None and not focused and names_only(retrieval, settings):
-        reader = None  # only the name it shares with the paper kept it from "not covered" (`names_only`)
-        answer.notices.append("The papers may not say what the question asks of the paper it names: that paper is "
-                              "quoted, and the LLM was not asked.")
+    doubt = reader_doubt(retrieval, settings) if outcome == "unsure" and reader is not None and not focused else ""
+    if doubt:  # the abstract decides: a small reader grants what the question supposes (`reader_doubt`)
+        reader = None
+        answer.notices.append(doubt)
     if outcome == "unsure" and answer.sources:
         yield from _unsure(answer, reader, llm.model if llm else "", settings.llm_quote, quote)
     elif not retrieval.hits or outcome != "answered":

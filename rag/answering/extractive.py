@@ -76,38 +76,37 @@ def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
     unsure_at, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
     p, formless = abstain.probabilities(retrieval)
     if p >= not_covered_at and not retrieval.named_match and (weak or not p >= unsure_at > formless):
-        # not covered, unless `form_doubts` or the question names the top paper's rare name
+        # not covered, unless the form alone doubts (`reader_doubt`) or the question names the top paper's rare name
         return "not_covered"
     if weak:
         return abstain.LOW_CONFIDENCE
     return "unsure" if p >= unsure_at else "answered"
 
 
-def form_doubts(retrieval: Retrieval, settings: Settings) -> bool:
-    """Whether the question's form alone moves it from "answered": the retrieval says a paper answers it (the
-    gate's probability without `abstain.FORM_FEATURES` is under the unsure cut), the question asks whether that
-    paper's work went further ("Has the try-on model ... been used for video try-on of dancers?"). Such a
-    question is at most unsure, never not covered: a paper is close, the list may not say what is asked (issue 29:
-    "not covered" only when nothing is close). And no reader is asked (rag.answering.compose): a small one grants
-    the premise and answers as if the paper did it (Qwen2.5-Coder-1.5B answered 0.8 of the unanswerable questions
-    of two held-out LLM subsets, most of them near misses)."""
-    if not abstain.applies(retrieval):
-        return False
-    unsure_at, _ = abstain.cut_points(settings.abstain_model_threshold)
+def reader_doubt(retrieval: Retrieval, settings: Settings) -> str:
+    """Why an unsure question's papers are quoted without asking a reader (rag.answering.compose), as the notice
+    that says so; "" when the reader may read them. Two cases, from one reading of the gate:
+
+    - the question's form alone moves it from "answered": the gate's probability without `abstain.FORM_FEATURES`
+      is under the unsure cut, and the question asks whether a close paper's work went further ("Has the try-on
+      model ... been used for video try-on of dancers?"). A small reader grants the premise and answers as if the
+      paper did it (Qwen2.5-Coder-1.5B answered 0.8 of the unanswerable questions of two held-out LLM subsets, most
+      of them near misses). Such a question is never not covered either (`decide`): a paper is close.
+    - only its name keeps it from "not_covered" (`decide`): the probability reaches the not-covered cut and the top
+      paper holds the rare name the question uses. What it asks of that paper ("What learning rate was used to
+      fine-tune ... in 'Teaching Human Behavior ...'?", 58 of the read sets' unanswerable questions) is what the
+      gate finds missing, and a small reader grants it too."""
+    if not (retrieval.hits and abstain.applies(retrieval)):
+        return ""
+    unsure_at, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
     p, formless = abstain.probabilities(retrieval)
-    return p >= unsure_at > formless
-
-
-def names_only(retrieval: Retrieval, settings: Settings) -> bool:
-    """Whether only the question's name keeps it from "not_covered" (`decide`): the gate's probability reaches its
-    not-covered cut, and the top paper holds the rare name the question uses. The paper is shown, unsure, and no
-    reader is asked (rag.answering.compose): what the question asks of it ("What learning rate was used to
-    fine-tune ... in 'Teaching Human Behavior ...'?", 58 of the read sets' unanswerable questions) is what the
-    gate finds missing, and a small reader grants it."""
-    if not (retrieval.named_match and retrieval.hits and abstain.applies(retrieval)):
-        return False
-    _, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
-    return abstain.probabilities(retrieval)[0] >= not_covered_at
+    if p >= unsure_at > formless:
+        return ("The question asks whether a paper did something its abstract may not say: the closest papers are "
+                "quoted, and the LLM was not asked.")
+    if retrieval.named_match and p >= not_covered_at:
+        return ("The papers may not say what the question asks of the paper it names: that paper is quoted, and the "
+                "LLM was not asked.")
+    return ""
 
 
 def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:

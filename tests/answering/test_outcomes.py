@@ -107,7 +107,7 @@ def test_with_an_llm_an_unsure_question_is_read_by_it_and_its_cited_answer_stand
         uncovered = engine.ask(UNCOVERED)
         assert uncovered.outcome == "not_covered" and len(server.chat_requests()) == 2  # not sent: nothing is close
         # A question whose form alone puts it past the cut (does a close paper's work go further?) is unsure, and
-        # the reader is not asked: a small one grants the premise (extractive.form_doubts).
+        # the reader is not asked: a small one grants the premise (extractive.reader_doubt).
         server.mode = "normal"
         near = corpus_engine.derive(llm_model="fake-chat", llm_base_url=server.base_url, llm_api_key="sk-test",
                                     llm_max_retries=0, llm_rewrite=False).ask(NEAR_MISS)
