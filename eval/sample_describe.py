@@ -25,8 +25,9 @@ name the paper or reuse its words), never a describe set's. Those ids with an ab
 the same seed; positions continue from the first order's end (1141 onwards), so a question's `position` still names
 one paper. The team has read named questions about these papers, never a question describing them in other words;
 the gate's generated questions never used them (eval/train_abstain.py leaves every set's papers out).
-describe_final14 is the first set on it: positions 1141-1204 (answerable) and 1205-1220 (near misses); the next set
-starts at 1221.
+describe_final14 is the first set on it: positions 1141-1204 (answerable) and 1205-1220 (near misses);
+describe_final15 (fifteenth session) the second: 1221-1284 (answerable) and 1285-1300 (near misses), none skipped;
+the next set starts at 1301.
 """
 
 from __future__ import annotations
