@@ -46,6 +46,7 @@ from rag.store.ingest import SUPPORTED_SUFFIXES
 from rag.generation.cost import answer_cost
 from rag.answering.records import Answer, Delta, Restart
 from rag.engine import Engine, QuestionError, check_k
+from rag.web.api_args import ApiDefaults, arity
 from rag.web.guard import Guard, LoginThrottle, allowed_hosts
 from rag.web.i18n import LANGUAGES, header, page_i18n, request_language, words
 from rag.web.mapview import MapPanel, warm as warm_map
@@ -601,6 +602,8 @@ def _wire_uploads_and_status(app: ChatApp, c: _Layout, demo: gr.Blocks) -> gr.Ti
     return timer
 
 
+# How many values each API call's `data` list takes; a shorter list is filled with nulls (rag.web.api_args).
+API_ARITY = arity({"ask": ChatApp.ask_api, "related": ChatApp.related_api, "topics": ChatApp.topics_api})
 SELF_CHECK_WAIT = 60.0  # seconds launch() waits for its own page before giving up
 
 
@@ -665,7 +668,8 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
                     prevent_thread_lock=True, ssr_mode=False, mcp_server=False, quiet=True, css=CSS,
                     footer_links=["api"], max_file_size=MAX_UPLOAD, i18n=_I18N.get(demo),
                     app_kwargs={"middleware": [Middleware(Guard, hosts=allowed_hosts(engine.settings.host,
-                                                                                      engine.settings.allowed_hosts))]})
+                                                                                      engine.settings.allowed_hosts)),
+                                               Middleware(ApiDefaults, apis=API_ARITY)]})
     if ingest is not None:
         keep_status_published(demo, engine, ingest)
     if block:

@@ -293,6 +293,34 @@ def test_ten_concurrent_api_sessions_get_their_own_answers(app):
         assert answer["sources"][0]["text"] == gold, answer["retrieval_query"]
 
 
+def test_api_calls_over_raw_http_may_leave_out_the_optional_values(app, capfd):
+    """Gradio's HTTP API wants every positional value: `{"data": [question]}` was answered `"error": null` and
+    printed a traceback in the server console. The optional values are filled with nulls (their defaults)."""
+    import urllib.request
+
+    base = app[0]
+
+    def call(api: str, data: list) -> str:
+        request = urllib.request.Request(f"{base}/gradio_api/call/{api}", data=json.dumps({"data": data}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        event = json.loads(urllib.request.urlopen(request, timeout=30).read())["event_id"]
+        return urllib.request.urlopen(f"{base}/gradio_api/call/{api}/{event}", timeout=120).read().decode()
+
+    capfd.readouterr()
+    asked = call("ask", ["What is the OMG metagenomic corpus?"])
+    assert "event: complete" in asked, asked
+    answer = json.loads([line[6:] for line in asked.splitlines() if line.startswith("data: ")][-1])[0]
+    assert answer["sources"][0]["text"] == seed_paragraphs("000_99312b63f56aee43.txt")[17] and answer["answer"]
+    related = call("related", ["The OMG dataset: An Open MetaGenomic corpus for mixed-modality genomic language "
+                               "modeling"])
+    assert "event: complete" in related and '"related"' in related, related
+    assert "event: complete" in call("topics", []), "no values at all: points=false"
+    empty = call("ask", [])  # no question at all: the app's own message, not Gradio's count check
+    assert "event: error" in empty and "question" in empty, empty
+    console = capfd.readouterr()
+    assert "Traceback" not in console.out + console.err and "enough input values" not in console.out + console.err
+
+
 def test_login_is_required_when_rag_auth_is_set(tmp_path):
     from rag.web.app import launch
 
