@@ -36,7 +36,7 @@ from rag.generation import rewrite as rewriting
 from rag.query import zh
 from rag.query.filters import Filters
 from rag.query.intent import Intent, parse
-from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams, named_papers
+from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams, named_papers, names_at, title_names
 from rag.explore.related import PaperNotFound, Related, explorer, find_paper
 from rag.explore.topicmap import TopicMap, topic_map
 from rag.generation import prompts, support
@@ -247,20 +247,18 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
 
 def _papers_named(text: str, papers: Sequence[StoredPaper]) -> list[str]:
     """The ids of the papers a text names, in the order it names them: by whole title (three words or more, case
-    and punctuation ignored) or by the name before the title's colon ("CatVTON: Concatenation Is All You Need
-    ..." -> "CatVTON", as written, a whole word)."""
-    flat = f" {plain(text)} "
-    named = []
+    and punctuation ignored) or by the coined name before the title's colon ("CatVTON: Concatenation Is All You
+    Need ..." -> "CatVTON", by the rule a question's names follow: `rag.search.retrieve.names_at`)."""
+    named = names_at(text, title_names(list(papers)))
     for paper in papers:
-        title = plain(paper.title)
-        at = flat.find(f" {title} ") if title.count(" ") >= 2 else -1
-        name = paper.title.split(":", 1)[0].strip() if ":" in paper.title else ""
-        if at < 0 and name and len(name) >= 3 and name in text and re.search(r"[A-Z0-9]", name[1:]):
-            found = re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text)
-            at = flat.find(f" {plain(name)} ") if found else -1
-        if at >= 0:
-            named.append((at, paper.paper_id))
-    return [pid for _, pid in sorted(named)]
+        words = re.findall(r"\w+", paper.title.casefold())
+        if len(words) >= 3 and (at := re.search(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", text,
+                                                re.IGNORECASE)):
+            named.append((at.start(), paper.paper_id))
+    ids: list[str] = []
+    for _, pid in sorted(named):
+        ids += [pid] if pid not in ids else []
+    return ids
 
 
 @dataclass
@@ -790,7 +788,7 @@ class Engine:
         two."""
         turns = [t for t in history or [] if t.get("role") in ("user", "assistant") and t.get("content")]
         state = self.retriever.state
-        named = named_papers(question, state) if turns else []  # only a conversation has papers to tell apart
+        named = named_papers(question, state.names) if turns else []  # only a conversation has papers to tell apart
         focus = previous_papers(question, turns, state.papers, named)
         if named and not focus:  # it names a paper the previous answer did not cite: it stands alone
             return question, [], "", None

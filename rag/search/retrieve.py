@@ -312,7 +312,7 @@ class HybridRetriever:
             return retrieval
         rankings = self.candidates(query, params, state)
         fused = self._fuse(rankings, params)
-        named = named_papers(question, state)
+        named = named_papers(question, state.names)
         if rewrite.strip():  # the LLM's expansion of the question takes the place of pseudo-relevance feedback
             fused = self._with_rewrite(query, rewrite, rankings, params, state)
         elif params.prf_terms or params.rocchio_weight:
@@ -582,25 +582,32 @@ def title_names(papers: list[StoredPaper]) -> dict[str, list[str]]:
     return names
 
 
-def named_papers(question: str, state: "_Corpus") -> list[str]:
-    """The papers whose coined title name (`title_names`) the question writes, as written (case and all), as a
-    whole word and not as part of a longer name it also writes ("SAM 2" is not "SAM-CP"). A user who asks "What is
-    SAM 2?" means the paper titled "SAM 2: ...", which ranked third behind a paper on sharpness-aware minimization
-    (SAM) and one titled "SAM-CP: ..." (a newcomer's finding). A one-word name that is an English word ("Drama")
-    counts in mid-sentence only, where its capital marks a name."""
+def named_papers(question: str, names: dict[str, list[str]]) -> list[str]:
+    """The papers whose coined title name (`title_names`: name -> ids) the question writes, in the order it writes
+    them (`names_at`)."""
+    ids: list[str] = []
+    for _, pid in names_at(question, names):
+        ids += [pid] if pid not in ids else []
+    return ids
+
+
+def names_at(text: str, names: dict[str, list[str]]) -> list[tuple[int, str]]:
+    """(where, paper id) for each coined title name (`title_names`) the text writes, as written (case and all), as
+    a whole word and not as part of a longer name it also writes ("SAM 2" is not "SAM-CP"), in the order written. A
+    user who asks "What is SAM 2?" means the paper titled "SAM 2: ...", which ranked third behind a paper on
+    sharpness-aware minimization (SAM) and one titled "SAM-CP: ..." (a newcomer's finding). A one-word name that is
+    an English word ("Drama") counts in mid-sentence only, where its capital marks a name. The one rule for a
+    question's names (`named_papers`) and for the papers a previous answer names (`rag.engine`)."""
     found: list[tuple[int, int, str]] = []  # (start, end, name)
-    for name in state.names:
-        if name not in question:  # most names: a substring test, before any pattern
+    for name in names:
+        if name not in text:  # most names: a substring test, before any pattern
             continue
-        for match in re.finditer(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", question):
+        for match in re.finditer(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text):
             if match.start() == 0 and not any(_COINED.search(w) for w in name.split()):
                 continue
             found.append((match.start(), match.end(), name))
     longest = [f for f in found if not any(o[0] <= f[0] and f[1] <= o[1] and o != f for o in found)]
-    ids: list[str] = []
-    for _, _, name in sorted(longest):
-        ids += [pid for pid in state.names[name] if pid not in ids]
-    return ids
+    return [(start, pid) for start, _, name in sorted(longest) for pid in names[name]]
 
 
 def room_for_abstracts(hits: list[Hit], k: int, room: int = SNIPPET_PAPERS) -> list[Hit]:
