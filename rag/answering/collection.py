@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rag.answering.extractive import BULLET, _decision_kind
 from rag.answering.records import Answer, Source, source_of
+from rag.answering.wording import kind_name, language, say
 from rag.explore.related import Related
 from rag.explore.topicmap import KINDS, TopicMap, kind
 from rag.query.filters import Filters
@@ -18,14 +19,16 @@ from rag.store.index import StoredPaper
 def related_answer(question: str, related: Related, notices: list[str], filters: Filters = Filters()) -> Answer:
     """ "Which papers are related to X?": X [1] and its nearest papers by whole-paper vector (`rag.explore.related`);
     "Which orals are related to X?": its nearest papers with that decision (`filters.decisions`)."""
-    kind = " or ".join(_decision_kind(d) for d in filters.decisions)  # "oral", "oral or spotlight"
-    kinds = f"{kind} " if kind else ""
+    lang = language(question)
+    kind = (" 或 " if lang == "zh" else " or ").join(kind_name(_decision_kind(d), lang)
+                                                    for d in filters.decisions)  # "oral", "oral or spotlight"
+    kinds = f"{kind} " if kind and lang == "en" else kind
     sources = [source_of(related.paper, 1)] + [source_of(nb.paper, i, nb.score)
                                                 for i, nb in enumerate(related.related, start=2)]
-    lines = [f"The {kinds}papers nearest to “{sources[0].title}” [1] (by the similarity of their whole abstracts):"]
-    lines += [f"{BULLET} {s.title} [{s.n}] (similarity {s.score:.2f})" for s in sources[1:]]
+    lines = [say("nearest_to", lang, kinds=kinds, title=sources[0].title)]
+    lines += [f"{BULLET} {s.title} [{s.n}] ({say('similarity', lang)} {s.score:.2f})" for s in sources[1:]]
     if len(sources) == 1:
-        lines = [f"No other {kinds}paper in the list is near “{sources[0].title}” [1]."]
+        lines = [say("none_near", lang, kinds=kinds, title=sources[0].title)]
     return Answer(question=question, answer="\n".join(lines), mode="extractive", abstained=False,
                   citations=list(sources), sources=sources, confidence=1.0, notices=notices, answer_type="related",
                   filters=filters)

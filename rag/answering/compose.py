@@ -44,6 +44,7 @@ from rag.answering.context import reader_sources
 from rag.answering.extractive import (RECORD_TYPES, abstention_text, closest, decide, extractive, passage,
                                       reader_doubt, unsure_text)
 from rag.answering.records import Answer, Delta, Restart, Source
+from rag.answering.wording import language, say
 from rag.text import tokenize
 
 # A follow-up about the previous answer's papers is answered from them unless its best sentence is below
@@ -64,6 +65,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     sides = side_papers(retrieval, intent.sides, settings.policy) if answer.answer_type == "compare" and not focused \
         else []
     outcome = _coverage(answer, retrieval, settings, focused, whole_list or bool(sides), already_said)
+    lang = language(answer.question)  # the frame around quotes follows the question (`rag.answering.wording`)
 
     def quote(source: Source) -> list[str]:  # what an unsure answer or a kept LLM answer quotes of a paper
         return passage(retrieval, source, settings, intent.asks)
@@ -78,8 +80,8 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     if outcome == "unsure" and answer.sources:
         yield from _unsure(answer, reader, llm.model if llm else "", settings.llm_quote, quote)
     elif not retrieval.hits or outcome != "answered":
-        answer.answer = (f"Not covered: the abstract of “{answer.sources[0].title}” does not appear to say."
-                         if focused and answer.sources else abstention_text(answer.sources))
+        answer.answer = (say("not_in_abstract", lang, title=answer.sources[0].title)
+                         if focused and answer.sources else abstention_text(answer.sources, lang))
         answer.conclude("not_covered")
         yield Delta(answer.answer)
     else:
@@ -135,7 +137,8 @@ def _unsure(answer: Answer, reader: Callable[[], Iterator[Delta | Restart]] | No
             _closest_instead(answer)
     first = answer.sources[0]
     texts = passage(first) if passage else []
-    text, cited = unsure_text(answer.sources, {first.n: " ".join(texts)} if texts else {})
+    text, cited = unsure_text(answer.sources, {first.n: " ".join(texts)} if texts else {},
+                              language(answer.question))
     by_n = {s.n: s for s in answer.sources}
     answer.answer, answer.citations = text, [by_n[n] for n in cited]
     answer.conclude("unsure")
@@ -168,8 +171,8 @@ def _lead_unsupported(answer: Answer) -> Iterator[Restart]:
     yield Restart(LEAD_UNSUPPORTED)
 
 
-ALSO_CLOSE = "Also close to the question:"
-QUOTED = "In the paper's words:"
+ALSO_CLOSE = say("also_close")
+QUOTED = say("quoted")
 
 
 def _quoted(answer: Answer, on: bool = True, passage: Callable[[Source], list[str]] | None = None
@@ -189,7 +192,7 @@ def _quoted(answer: Answer, on: bool = True, passage: Callable[[Source], list[st
     unsaid = [s for s in sentences if not _mostly_said(s, answer.answer)]
     if not unsaid:
         return
-    line = f"\n\n{QUOTED} “{' '.join(unsaid)}” [{first.n}]"
+    line = f"\n\n{say('quoted', language(answer.question))} “{' '.join(unsaid)}” [{first.n}]"
     answer.answer += line
     yield Delta(line)
 
@@ -211,7 +214,9 @@ def _also_close(answer: Answer) -> Iterator[Delta]:
     extra = [s for s in closest(answer.sources) if s.n not in cited]
     if not extra:
         return
-    line = f"\n\n{ALSO_CLOSE} " + "; ".join(f"“{s.title}” [{s.n}]" for s in extra) + "."
+    lang = language(answer.question)
+    titles = ("；" if lang == "zh" else "; ").join(f"“{s.title}” [{s.n}]" for s in extra)
+    line = f"\n\n{say('also_close', lang)} {titles}" + ("。" if lang == "zh" else ".")
     answer.answer += line
     answer.citations = [*answer.citations, *extra]
     yield Delta(line)
@@ -220,24 +225,25 @@ def _also_close(answer: Answer) -> Iterator[Delta]:
 def _extractive_answer(answer: Answer, retrieval: Retrieval, settings: Settings, intent: Intent, whole_list: bool,
                        focused: bool, sides: list[int]) -> Iterator[Delta]:
     """The extractive answer for the question's type, marked unsure after an LLM's "no answer"."""
+    lang = language(answer.question)
     if answer.fallback_reason:
         answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
                               "showing sentences quoted from the abstracts instead.")
     text, cited = extractive(retrieval, settings, answer.sources, answer.answer_type, intent.asked_decision,
                              whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
-                             follow_up=focused, asks=intent.asks)
+                             follow_up=focused, asks=intent.asks, lang=lang)
     by_n = {s.n: s for s in answer.sources}
     if answer.llm_no_answer and cited:
         answer.conclude("unsure")
-        text = f"{UNSURE_READER}\n{text}"
+        text = f"{say('unsure_reader', lang)}\n{text}"
     else:
         answer.conclude("answered" if cited else "not_covered")
-    answer.answer = text if cited else abstention_text(answer.sources)
+    answer.answer = text if cited else abstention_text(answer.sources, lang)
     answer.citations = [by_n[n] for n in cited]
     yield Delta(answer.answer)
 
 
-UNSURE_READER = "Unsure: the LLM found no answer in these papers. The passages closest to the question:"
+UNSURE_READER = say("unsure_reader")
 
 
 def _reader_found_nothing(answer: Answer, model: str) -> Iterator[Restart]:

@@ -50,6 +50,7 @@ from rag.search.retrieve import Retrieval, ScoredSentence
 from rag.text import link_label
 from rag.answering import abstain, explain as explain_order
 from rag.answering.records import Outcome, Source
+from rag.answering.wording import kind_name, say
 
 # How many sentences from which papers (MAX_PER_PAPER, RELATIVE_FLOOR, LEAD, ONE_PAPER_*): `Settings.policy`
 # (`AnswerPolicy`, rag/config.py), each with the set and figure that chose it. Which of a one-paper answer's
@@ -114,19 +115,18 @@ def should_abstain(retrieval: Retrieval, settings: Settings) -> bool:
     return decide(retrieval, settings) != "answered"
 
 
-NOT_COVERED = "Not covered: the collection does not appear to cover this question."
-UNSURE = "Unsure: none of the papers clearly answers this."
+NOT_COVERED = say("not_covered")
+UNSURE = say("unsure")
 # An unsure answer cites the top paper and, up to CLOSEST in all, those whose retrieval score is at least
 # CLOSEST_SHARE of its: the fused score falls to ~0.5 by the third rank on the dev near misses, where it reaches
 # papers that share one word with the question ("Grounding by Trying" for a try-on question).
 CLOSEST, CLOSEST_SHARE = 3, 0.6
 
 
-def abstention_text(sources: list[Source]) -> str:
-    text = NOT_COVERED
+def abstention_text(sources: list[Source], lang: str = "en") -> str:
+    text = say("not_covered", lang)
     if sources:
-        nearest = "; ".join(f'"{s.title}"' for s in sources[:3])
-        text += f" The nearest papers are: {nearest}."
+        text += say("nearest", lang, titles="; ".join(f'"{s.title}"' for s in sources[:3]))
     return text
 
 
@@ -136,12 +136,12 @@ def closest(sources: list[Source]) -> list[Source]:
     return [s for i, s in enumerate(sources[:CLOSEST]) if i == 0 or s.score >= CLOSEST_SHARE * sources[0].score]
 
 
-def unsure_text(sources: list[Source], lead: dict[int, str] | None = None) -> tuple[str, list[int]]:
+def unsure_text(sources: list[Source], lead: dict[int, str] | None = None, lang: str = "en") -> tuple[str, list[int]]:
     """The answer when no paper clearly answers but some are close: the `closest` papers, each cited with the
     sentence of its abstract nearest the question (a title-only paper by its title), or with its passage in `lead`
     (source number -> text: the first paper's `passage`). Returns (text, cited)."""
     papers = closest(sources)
-    lines = [f"{UNSURE} The closest are:"]
+    lines = [say("unsure", lang) + say("closest_are", lang)]
     for s in papers:
         text = (lead or {}).get(s.n) or (s.snippet.strip() if s.has_abstract else "")
         said = f": {text}" if text else ""
@@ -175,8 +175,10 @@ def passage(retrieval: Retrieval, source: Source, settings: Settings, asks: str 
 
 def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",
                asked_decision: str = "", whole_list: bool = False, single_paper: bool = False,
-               compared: list[int] | None = None, follow_up: bool = False, asks: str = "") -> tuple[str, list[int]]:
-    """The answer the records and abstracts give, by question type (`rag.query.intent`). Returns (text, cited numbers).
+               compared: list[int] | None = None, follow_up: bool = False, asks: str = "",
+               lang: str = "en") -> tuple[str, list[int]]:
+    """The answer the records and abstracts give, by question type (`rag.query.intent`), framed in `lang`
+    (`rag.answering.wording`). Returns (text, cited numbers).
 
     - authors / decision / link: from the record of the top paper (the one the question names);
     - list / count / compare: one line per paper that passes the relevance bar (a sentence of its abstract
@@ -190,9 +192,9 @@ def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], 
         return "", []
     if answer_type in RECORD_TYPES:  # a follow-up's papers each ("Which of them is an oral?"), else the top one
         about = sources if follow_up else sources[:1]
-        return "\n".join(record_answer(answer_type, s, asked_decision) for s in about), [s.n for s in about]
+        return "\n".join(record_answer(answer_type, s, asked_decision, lang) for s in about), [s.n for s in about]
     if answer_type in ("list", "count", "compare"):
-        listed = listing(answer_type, retrieval, sources, settings, whole_list, compared)
+        listed = listing(answer_type, retrieval, sources, settings, whole_list, compared, lang)
         if listed[1]:
             return listed
         # The collection covers the question (the gate let it through) but no single paper passes the bar on its
@@ -207,29 +209,30 @@ MAX_LISTED = 50  # papers a question can ask for, and a count checks at most (`r
 BULLET = "•"
 
 
-def record_answer(answer_type: str, source: Source, asked_decision: str = "") -> str:
+def record_answer(answer_type: str, source: Source, asked_decision: str = "", lang: str = "en") -> str:
     """Who wrote it, how it was accepted, where to read it: the record's own fields, cited."""
     title = f"“{source.title}” [{source.n}]"
     if answer_type == "authors":
         if not source.authors:
-            return f"The list gives no authors for {title}."
-        return (f"{title} is by {_names(source.authors)} (the list gives the authors in no particular "
-                "order).")
+            return say("no_authors", lang, title=title)
+        return say("authors", lang, title=title, names=_names(source.authors, lang))
     if answer_type == "link":
         if not source.url:
-            return f"The list gives no link for {title}."
+            return say("no_link", lang, title=title)
         where = link_label(source.url)  # "OpenReview" for openreview.net only, else the link's host
-        return f"{title} is on OpenReview: {source.url}" if where == "OpenReview" else f"{title} is at {source.url}"
+        return say("on_openreview" if where == "OpenReview" else "at_url", lang, title=title, url=source.url)
     kind = _decision_kind(source.decision)
     if not kind:
-        return f"The list gives no decision for {title}."
-    accepted = f"was accepted at ICLR 2025 as {'an' if kind == 'oral' else 'a'} {kind} ({source.decision})"
+        return say("no_decision", lang, title=title)
+    values = dict(title=title, kind=kind_name(kind, lang), article="an" if kind == "oral" else "a",
+                  decision=source.decision)
     if asked_decision:
         asked = _decision_kind(asked_decision)
         if asked == kind:
-            return f"Yes: {title} {accepted}."
-        return f"No: {title} {accepted}, not as {'an' if asked == 'oral' else 'a'} {asked}."
-    return f"{title} {accepted}."
+            return say("accepted_yes", lang, **values)
+        return say("accepted_no", lang, **values, asked=kind_name(asked, lang),
+                   asked_article="an" if asked == "oral" else "a")
+    return say("accepted", lang, **values)
 
 
 def _relevance(hit) -> float:
@@ -263,7 +266,7 @@ def passes_bar(retrieval: Retrieval, settings: Settings, whole_list: bool = Fals
 
 
 def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], settings: Settings,
-            whole_list: bool = False, compared: list[int] | None = None) -> tuple[str, list[int]]:
+            whole_list: bool = False, compared: list[int] | None = None, lang: str = "en") -> tuple[str, list[int]]:
     """One line per paper that passes the relevance bar: "• Title: its best sentence [n]." ("• Title [n]" for a
     count); for a comparison, the papers its sides name (`compared`) if found. Empty when none passes."""
     bar = sentence_bar(retrieval, settings)
@@ -285,24 +288,22 @@ def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], setti
         elif s.has_abstract and s.snippet:
             lines.append(f"{BULLET} {s.title}: {_cite(s.snippet, s.n)}")
         else:
-            lines.append(f"{BULLET} {s.title} [{s.n}] (title only: the list has no abstract for it)")
+            lines.append(f"{BULLET} {s.title} [{s.n}] {say('title_only', lang)}")
     n = len(passing)
     papers, each = ("paper", "it has") if n == 1 else ("papers", "each has")
-    bar_text = (f"a sentence scoring at least {bar:.2f} against the question and {settings.policy.topic_bar:.0%} of "
-                "the key terms the best match has")
+    words = dict(n=n, papers=papers, each=each, verb="matches" if n == 1 else "match",
+                 bar=say("bar", lang, bar=bar, share=settings.policy.topic_bar))
     if whole_list:
-        head = f"{n} {papers} found:"
+        head = say("found", lang, **words)
     elif answer_type == "count":
-        head = (f"{'At least ' if more else ''}{n} {papers} in the list {'matches' if n == 1 else 'match'} this "
-                f"question ({each} {bar_text}; checked: the {checked} best-ranked papers):")
+        head = say("count", lang, **words, at_least=say("at_least", lang) if more else "", checked=checked)
     elif answer_type == "compare":
-        head = "Side by side, each paper's sentence closest to the question:"
+        head = say("side_by_side", lang)
     else:
-        head = f"{n} {papers} {'matches' if n == 1 else 'match'} ({each} {bar_text}), with the sentence closest to it:"
+        head = say("match", lang, **words)
     lines = [head] + lines
     if more and answer_type != "compare":
-        lines.append(f"(Papers ranked near the {checked}th checked still pass the bar, so there are likely more: "
-                     + ("ask about a narrower topic.)" if checked >= MAX_LISTED else "ask for more papers.)"))
+        lines.append(say("more_narrower" if checked >= MAX_LISTED else "more_ask", lang, checked=checked))
     return "\n".join(lines), [s.n for s in passing]
 
 
@@ -392,7 +393,9 @@ def leads(ranked: list[ScoredSentence], lead: float) -> bool:
     return bool(ranked) and (not others or ranked[0].score - max(others) >= lead)
 
 
-def _names(authors: list[str]) -> str:
+def _names(authors: list[str], lang: str = "en") -> str:
+    if lang == "zh":
+        return "、".join(authors)
     return authors[0] if len(authors) == 1 else ", ".join(authors[:-1]) + " and " + authors[-1]
 
 

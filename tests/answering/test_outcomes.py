@@ -264,3 +264,20 @@ def test_where_the_gate_answers_an_llm_answer_granting_the_question_without_supp
         supported = engine.ask(SURGERY)
         assert supported.mode == "llm" and supported.outcome == "answered"
         assert supported.answer.startswith("This controller aims")
+
+
+def test_a_chinese_question_gets_its_frame_in_chinese_and_its_quotes_as_written(corpus_engine):
+    # A newcomer on the Chinese page: "Unsure: none of the papers ..." and "5 papers match (each has ...)" in English
+    # around English quotes. The frame follows the question (rag.answering.wording); titles and quotes stay as written.
+    unsure = corpus_engine.ask("有没有用机器学习预测天气的论文，在台风路径上测试过吗？")
+    assert unsure.outcome == "unsure" and unsure.answer.startswith("不确定：没有一篇论文明确回答这个问题。最接近的是：")
+    first = unsure.citations[0]
+    assert f"“{first.title}” [{first.n}]" in unsure.answer and first.snippet in unsure.answer  # the quote as written
+    listed = corpus_engine.ask("有哪些关于扩散模型加速采样的论文？")
+    head = listed.answer.splitlines()[0]
+    assert listed.outcome == "answered" and re.fullmatch(r"\d+ 篇论文符合（每篇都有一句.*），附上与问题最接近的句子：", head), head
+    assert all(s.title in listed.answer for s in listed.citations)
+    english = corpus_engine.ask("Are there papers on accelerating the sampling of diffusion models?")
+    assert re.match(r"\d+ papers match \(each has a sentence scoring", english.answer)  # English stays English
+    absent = corpus_engine.ask("有没有研究抢红包策略的论文？")
+    assert absent.outcome == "not_covered" and absent.answer.startswith("未涵盖：这个论文集似乎没有涉及这个问题。")
