@@ -151,6 +151,23 @@ def test_a_chinese_sentence_is_checked_for_the_numbers_and_names_it_states(paper
     assert [c.supported(THRESHOLD) for c in claims] == [True, False, False]
 
 
+def test_a_chinese_sentence_that_only_restates_the_question_is_unsupported(papers, embedder):
+    """Qwen2.5-Coder-1.5B's raw answer to a near miss of describe_final11 (read): it grants the question ("Yes, this
+    choice model was tested on airline ticket data": the paper used none), in Chinese, whose meaning is not compared,
+    so only the numbers and names were checked and the grant passed. Read by pairs of characters, it restates the
+    question; the next sentence, which says what the paper did with its own names, still passes."""
+    question = "这种基于逻辑规则、可解释的选择模型，有没有用航空公司的机票购买数据做过实验？"
+    answer = ("是的，这种基于逻辑规则、可解释的选择模型在航空公司的机票购买数据做过实验[1]。"
+              "具体来说，在研究中，作者使用了列生成技术与Frank-Wolfe算法来高效地提取偏好模型中的规则[1]。")
+    granted, said = support.check(answer, [source(papers["vJgJSrYPe1"])], embedder, question=question)
+    assert granted.restates and not granted.supported(THRESHOLD)
+    assert not said.restates and said.supported(THRESHOLD)
+    # a Japanese or Chinese sentence with new words of its own is not a restatement; an English one still is
+    assert not support.restates("该方法把多项选择模型写成逻辑规则的组合，并在电商数据上验证[1]。", question)
+    assert support.restates("Yes, the choice model was tested on airline ticket data [1].",
+                            "Was the choice model tested on airline ticket data?")
+
+
 def test_at_most_max_sentences_are_checked(papers, embedder):
     answer = "WildBench evaluates LLMs on hard tasks from real conversations [1]. " * 100
     assert len(support.check(answer, [source(papers[WILDBENCH])], embedder, max_sentences=7)) == 7
