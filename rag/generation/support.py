@@ -205,9 +205,9 @@ def restates(claim: str, question: str) -> bool:
     """True if `claim` adds at most two words of four letters or more to `question`'s: it scores high against the
     abstracts because the question does, not because it says anything. A claim in Chinese or Japanese is read by
     its pairs of adjacent characters (CJK_RESTATED_SHARE, CJK_NEW_PAIRS), its Latin words as above: its meaning is
-    not compared (`check`), so "是的，这种选择模型在航空公司的机票购买数据做过实验。" (Qwen2.5-Coder-1.5B granting a near
-    miss, read describe_final11: the paper used no airline data) passed as supported, while the same sentence in
-    English was caught."""
+    not compared (`check`), so "是的，这种选择模型在航空公司的机票购买数据做过实验。"
+    (Qwen2.5-Coder-1.5B granting a near miss, read describe_final11: the paper used no airline data) passed as
+    supported, while the same sentence in English was caught."""
     asked, said = _content(question), _content(claim)
     new_words = said - asked - {"answer", "question", "sources", "source"}
     pairs = _pairs(claim)
