@@ -13,6 +13,7 @@ from eval.tune_outcomes import held_out
 from rag.answering import abstain
 from rag.answering.compose import ALSO_CLOSE, LEAD_UNSUPPORTED, QUOTED
 from rag.answering.extractive import NOT_COVERED, UNSURE, unsure_text
+from rag.answering.wording import language, say
 from rag.text import split_sentences
 
 
@@ -128,7 +129,8 @@ def test_a_question_naming_a_paper_is_never_not_covered_and_its_reader_is_not_as
                              "Teaching Human Behavior")):
         answer = corpus_engine.ask(question)
         assert answer.outcome == "unsure" and answer.citations[0].title.startswith(title), answer.answer
-        assert answer.answer.startswith(UNSURE) and f"“{answer.citations[0].title}” [1]: " in answer.answer
+        assert answer.answer.startswith(say("unsure", language(question)))  # in the question's language
+        assert f"“{answer.citations[0].title}” [1]: " in answer.answer
         with FakeOpenAI() as server:
             read = corpus_engine.derive(llm_model="fake-chat", llm_base_url=server.base_url, llm_api_key="sk-test",
                                         llm_max_retries=0, llm_rewrite=False).ask(question)
