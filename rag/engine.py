@@ -66,9 +66,10 @@ _ANAPHORA = re.compile(
     # "the paper" refers back; "the paper about X" / "the method that ..." names something new
     r"(?:this|that|these|those|the|same)\s+(?:paper|papers|work|works|method|methods|approach|approaches|one|ones|"
     r"study|studies|authors?)(?!\s+(?:about|on|called|titled|named|that|which|proposing|by|from|in|with|for|of)\b))"
-    r"\b|它|它们|他们|这篇|那篇|该论文|该方法|这些论文|这个方法|其中", re.I)
+    r"\b|它|它们|他们|这篇|那篇|该论文|该方法|这些论文|这个方法|其中|^(?:哪一篇|哪篇|哪几篇)(?=是|被|属于)", re.I)
+# "which one is ..." (哪一篇是 ...) chooses among the previous papers: all of them are read.
 _PLURAL = re.compile(r"\b(?:(?:these|those|the)\s+(?:papers|works|methods|approaches|ones|studies)|\w+\s+of\s+them|"
-                     r"both|each)\b|它们|这些论文|这些方法|其中", re.I)
+                     r"both|each)\b|它们|这些论文|这些方法|其中|^(?:哪一篇|哪篇|哪几篇)(?=是|被|属于)", re.I)
 # "the second one", "the third paper": one of the previous answer's papers, by its place in that answer.
 _ORDINAL = re.compile(r"\bthe\s+(first|second|third|fourth|fifth|last)\s+(?:one|paper|work|method|study)\b"
                       r"|第([一二三四五])篇", re.I)
@@ -223,14 +224,16 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
     question refers to them ("Who wrote it?", "What data did they use?"); else none. A turn without `paper_ids`
     (history written by hand, or by another client) cites the `papers` whose whole title (three words or more)
     its text names (or the name before a title's colon, "CatVTON"), in the order it names them: every extractive
-    answer names its papers' titles."""
+    answer names its papers' titles. "Which of them ...?" or "the third one" after an answer about one paper
+    ("Who wrote the second one?") means the papers of the last answer that cited several: a newcomer's "Which of them
+    is an oral?" there was answered for the second paper alone."""
     ordinal = _ORDINAL.search(question)
     if not history or not _leans_on_history(question) or not (ordinal or _ANAPHORA.search(question)):
         return []
-    last = next((t for t in reversed(history) if t.get("role") == "assistant"), None)
-    ids = list((last or {}).get("paper_ids") or [])
-    if last and not ids and papers:
-        ids = _papers_named(str(last.get("content") or ""), papers)
+    answers = [t for t in reversed(history) if t.get("role") == "assistant"][:MAX_HISTORY_TURNS]
+    ids = _turn_papers(answers[0], papers) if answers else []
+    if len(ids) < 2 and (ordinal or _PLURAL.search(question)):  # several to choose from: the last answer citing several
+        ids = next((c for c in (_turn_papers(t, papers) for t in answers[1:]) if len(c) > 1), ids)
     # A question that names a paper (`named`: by its coined title name, `rag.search.retrieve.named_papers`; or by
     # its whole title) is about that one: "Why does Drama use Mamba for its world model?" after an answer on another
     # paper searches for Drama (a newcomer's was answered "not covered" from the previous answer's paper).
@@ -243,6 +246,12 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
     # "it", "they" (the authors, most often), "the paper": the paper the previous answer was first about;
     # "these papers", "which of them", "both": all it cited.
     return ids[:MAX_FOCUS] if _PLURAL.search(question) else ids[:1]
+
+
+def _turn_papers(turn: dict[str, Any], papers: Sequence[StoredPaper]) -> list[str]:
+    """The papers an answer in the history cited: its `paper_ids`, else those its text names (`_papers_named`)."""
+    ids = list(turn.get("paper_ids") or [])
+    return ids or (_papers_named(str(turn.get("content") or ""), papers) if papers else [])
 
 
 def _papers_named(text: str, papers: Sequence[StoredPaper]) -> list[str]:

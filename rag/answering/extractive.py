@@ -192,6 +192,8 @@ def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], 
         return "", []
     if answer_type in RECORD_TYPES:  # a follow-up's papers each ("Which of them is an oral?"), else the top one
         about = sources if follow_up else sources[:1]
+        if answer_type == "decision" and asked_decision and len(about) > 1:
+            return which_decision(about, asked_decision, lang)
         return "\n".join(record_answer(answer_type, s, asked_decision, lang) for s in about), [s.n for s in about]
     if answer_type in ("list", "count", "compare"):
         listed = listing(answer_type, retrieval, sources, settings, whole_list, compared, lang)
@@ -233,6 +235,25 @@ def record_answer(answer_type: str, source: Source, asked_decision: str = "", la
         return say("accepted_no", lang, **values, asked=kind_name(asked, lang),
                    asked_article="an" if asked == "oral" else "a")
     return say("accepted", lang, **values)
+
+
+def which_decision(about: list[Source], asked_decision: str, lang: str = "en") -> tuple[str, list[int]]:
+    """ "Which of them is an oral?" over several papers: those that are, each with its decision, or "none of them"
+    and what each one is. Five "No: ... not as an oral." lines answered a newcomer's "which" question without
+    saying which (none)."""
+    asked = _decision_kind(asked_decision)
+    matching = [s for s in about if _decision_kind(s.decision) == asked]
+    shown = matching or about
+    values = dict(n=len(matching), total=len(about), kind=kind_name(asked, lang), kinds=kind_name(asked, lang) + "s",
+                  article_kind=("an " if asked == "oral" else "a ") + asked)
+    if not matching:
+        head = say("which_none", lang, **values)
+    elif len(matching) == 1:
+        head = say("which_one", lang, **values)
+    else:
+        head = say("which_some", lang, **values)
+    lines = [head] + [f"{BULLET} " + record_answer("decision", s, "", lang) for s in shown]
+    return "\n".join(lines), [s.n for s in shown]
 
 
 def _relevance(hit) -> float:

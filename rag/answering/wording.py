@@ -58,6 +58,9 @@ PHRASES: dict[str, tuple[str, str]] = {
                      "是的：{title} 被 ICLR 2025 接收为 {kind}（{decision}）。"),
     "accepted_no": ("No: {title} was accepted at ICLR 2025 as {article} {kind} ({decision}), not as {asked_article} "
                     "{asked}.", "不是：{title} 被 ICLR 2025 接收为 {kind}（{decision}），而不是 {asked}。"),
+    "which_none": ("None of the {total} papers is {article_kind}:", "这 {total} 篇论文都不是{kind}："),
+    "which_one": ("One of the {total} papers is {article_kind}:", "这 {total} 篇论文中有 1 篇是{kind}："),
+    "which_some": ("{n} of the {total} papers are {kinds}:", "这 {total} 篇论文中有 {n} 篇是{kind}："),
     "nearest_to": ("The {kinds}papers nearest to “{title}” [1] (by the similarity of their whole abstracts):",
                    "与“{title}” [1] 最接近的{kinds}论文（按整篇摘要的相似度）："),
     "none_near": ("No other {kinds}paper in the list is near “{title}” [1].",

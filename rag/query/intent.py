@@ -87,6 +87,17 @@ _DECISION_TYPE = re.compile(
     rf"(?:\s+(?:is|are|was|were))?\s+(?:accepted\s+as\s+)?(?:an?\s+)?(?P<asked2>oral|spotlight|poster)s?"
     rf"(?:\s+(?:papers?|presentations?))?\s*\??$)", re.I)
 
+# The same in Chinese: "其中哪篇是口头报告？", "它们中哪一篇是oral？" (which of the previous papers),
+# "CatVTON 是口头报告吗？" (is X one), "这篇论文的录用结果是什么？" (how was X accepted). "哪些论文是口头报告？"
+# with nothing to refer back to is a list of orals, as in English.
+_ZH_KIND = r"(?P<{name}>口头报告|口头|oral|亮点|spotlight|海报|poster)s?(?:论文|文章)?"
+_ZH_BACK = r"(?P<subject3>它们|这些论文|这些|其中|这几篇|上面的论文)(?:中|里|之中|当中)?的?"
+_ZH_DECISION_TYPE = re.compile(
+    rf"(?:^{_ZH_BACK}(?:哪一篇|哪篇|哪些|哪几篇|有没有|有)|^(?:哪一篇|哪篇|哪几篇))(?:论文)?"
+    rf"(?:是|被(?:接收|录用|接受)为|属于)(?:一篇|一个)?{_ZH_KIND.format(name='asked')}[？?]?$|"
+    rf"^(?P<subject>.+?)(?:是|被(?:接收|录用|接受)为)(?:一篇|一个)?{_ZH_KIND.format(name='asked2')}吗[？?]?$|"
+    r"^(?P<subject2>.+?)的?(?:录用|接收|接受)(?:结果|类型|情况|决定)(?:是什么|如何|怎么样)?[？?]?$", re.I)
+
 # Decision words that describe papers ("orals", "oral papers", "accepted as a spotlight"), not a topic ("oral
 # health" stays a search term).
 _DECISION_WORDS = {"oral": "Accept (Oral)", "spotlight": "Accept (Spotlight)", "poster": "Accept (Poster)",
@@ -214,12 +225,13 @@ def _read(question: str, known_author: Callable[[str], bool]) -> dict:
             text = text[:match.start()] + text[match.end():]
 
     text = " ".join(_VENUE.sub(" ", text).split())
-    decision = _DECISION_TYPE.search(text)
+    decision = _DECISION_TYPE.search(text) or _ZH_DECISION_TYPE.search(text)
     if decision:  # "is X an oral?" asks about X's decision; it does not filter by it
         out["type"] = "decision"
         asked = decision.group("asked") or decision.group("asked2")
         # "a spotlight or a poster?" asks which, not yes or no
-        out["asked_decision"] = _DECISION_WORDS[asked.lower()] if asked and not decision.group("either") else ""
+        either = decision.re is _DECISION_TYPE and decision.group("either")
+        out["asked_decision"] = _DECISION_WORDS[asked.lower()] if asked and not either else ""
         subject = decision.group("subject") or decision.group("subject2") or decision.group("subject3")
         text = subject if subject else text[decision.end():]
     else:

@@ -108,8 +108,15 @@ def test_a_follow_up_picks_the_previous_papers_it_means_and_a_named_paper_stands
     listed = ["p1", "p2", "p3", "p4", "p5"]
     history = [{"role": "user", "content": "Which papers generate molecules with diffusion models?"},
                {"role": "assistant", "content": "5 papers match ...", "paper_ids": listed}]
-    for question in ("Which of them is an oral?", "Are any of them orals?", "其中哪篇是口头报告？"):
+    for question in ("Which of them is an oral?", "Are any of them orals?", "其中哪篇是口头报告？",
+                     "哪一篇是口头报告？"):
         assert previous_papers(question, history) == listed, question
+    # "them" after an answer about one paper: the list before it
+    one = history + [{"role": "user", "content": "Who wrote the second one?"},
+                     {"role": "assistant", "content": "...", "paper_ids": ["p2"]}]
+    assert previous_papers("Which of them is an oral?", one) == listed
+    assert previous_papers("Who wrote it?", one) == ["p2"]
+    assert previous_papers("What did the third one find?", one) == ["p3"]
     assert previous_papers("What dataset did the second one use?", history) == ["p2"]
     assert previous_papers("Who wrote the last paper?", history) == ["p5"]
     assert previous_papers("第三篇用了什么数据？", history) == ["p3"]
@@ -129,14 +136,28 @@ def test_which_of_them_is_an_oral_gives_each_previous_papers_decision(seed_engin
     assert len(listed.cited_ids) >= 2
     history = [{"role": "user", "content": listed.question},
                {"role": "assistant", "content": listed.answer, "paper_ids": listed.cited_ids}]
-    for question in ("Which of them is an oral?", "Are any of them spotlights?"):
-        assert parse(question).type == "decision"
+    decisions = {s.paper_id: s.decision for s in listed.sources}
+    for question, kind, head in (("Which of them is an oral?", "Accept (Oral)", "of the"),
+                                 ("Are any of them spotlights?", "Accept (Spotlight)", "of the"),
+                                 ("它们中哪一篇是口头报告？", "Accept (Oral)", "这 "),  # a newcomer's: "not covered"
+                                 ("其中哪篇是海报？", "Accept (Poster)", "这 ")):
+        assert parse(question).type == "decision", question
         answer = seed_engine.ask(question, history=history)
-        assert answer.answer_type == "decision" and answer.focus == listed.cited_ids
-        lines = answer.answer.splitlines()
-        assert len(lines) == len(listed.cited_ids) and [c.paper_id for c in answer.citations] == listed.cited_ids
+        assert answer.answer_type == "decision" and answer.focus == listed.cited_ids, question
+        first, *lines = answer.answer.splitlines()
+        # which ones are, or none of them and what each one is (five "No: ..." lines said neither)
+        matching = [pid for pid in listed.cited_ids if decisions[pid] == kind]
+        assert sorted(c.paper_id for c in answer.citations) == sorted(matching or listed.cited_ids), question
+        assert head in first and str(len(listed.cited_ids)) in first, first
+        assert len(lines) == len(answer.citations)
         for line, cited in zip(lines, answer.citations):
-            assert f"“{cited.title}” [{cited.n}]" in line and line.startswith(("Yes", "No")), line
+            assert f"“{cited.title}” [{cited.n}]" in line and cited.decision in line, line
+    # After an answer about one of them ("Who wrote the second one?"), "them" still means the list.
+    second = seed_engine.ask("Who wrote the second one?", history=history)
+    assert second.citations[0].paper_id == listed.cited_ids[1]
+    later = history + [{"role": "user", "content": second.question},
+                       {"role": "assistant", "content": second.answer, "paper_ids": second.cited_ids}]
+    assert seed_engine.ask("Which of them is an oral?", history=later).focus == listed.cited_ids
 
 
 def test_a_turn_without_paper_ids_refers_to_the_papers_whose_titles_it_names(seed_engine):
