@@ -111,6 +111,14 @@ _AUTHOR = re.compile(r"\b(?:written\s+|authored\s+|co-?authored\s+)?by\s+(?P<nam
                      r"[A-Z][\w'’-]+)")
 _PUBLISHED = re.compile(r"^what\s+(?:did|has)\s+(?P<name>(?:[A-Z][\w'’.-]*\.?\s+){1,3}[A-Z][\w'’-]+)\s+"
                         r"(?:publish|present|write|have)\b", re.I)
+# Other ways to ask for an author's papers: "Which papers did Yoshua Bengio co-author?", "Which papers is X an author
+# of?", "Yoshua Bengio's papers", "Yoshua Bengio 的论文有哪些？" (a newcomer's first two were "not covered": the name
+# was searched as a topic).
+_NAME = r"(?P<name>(?:[A-Z][\w'’.-]*\.?\s+){1,3}[A-Z][\w'’-]+)"
+_AUTHORED = (re.compile(rf"\b(?i:did|has|have|is|was)\s+{_NAME}\s+(?i:co-?author(?:ed)?|author(?:ed)?|writ(?:e|ten)|"
+                        r"wrote|publish(?:ed)?|present(?:ed)?|an?\s+(?:co-?)?author(?:\s+(?:of|on))?)\b"),
+             re.compile(rf"(?<![\w'’.-]){_NAME}['’]s?\s+(?:papers|works|publications)\b"),
+             re.compile(rf"(?<![\w'’.-]){_NAME}\s*(?:的(?:论文|文章|工作)|(?:写|发表|参与)(?:的|了|过))"))
 _VENUE = re.compile(r"\s*\b(?:from|at|in|of|for)\s+(?:the\s+)?iclr(?:\s*'?(?:20)?25)?\b|\biclr\s*(?:20)?25\b", re.I)
 
 
@@ -140,7 +148,7 @@ def comparison_sides(text: str) -> list[str]:
 
 _GENERIC = set("""paper papers work works article articles study studies publication publications research what which
 did does has have had publish published present presented write wrote written the and for all any list show find
-give are there was were iclr about with from his her their its""".split())
+give are there was were iclr about with from his her their its collection""".split())
 
 
 @dataclass(frozen=True)
@@ -202,6 +210,13 @@ def parse(question: str, known_author: Callable[[str], bool] = lambda name: Fals
                   fewest=bool(_FEWEST.search(question)), asks=zh.asked_words(question))
 
 
+def _without_glue(text: str) -> str:
+    """Chinese text without the words that only frame a question (`zh.GLUE`, "有哪些？"): what is left is a topic."""
+    for word in sorted(zh.GLUE, key=len, reverse=True):
+        text = text.replace(word, "")
+    return re.sub(r"[有的是吗呢了么和与及在]", "", text)
+
+
 def _read(question: str, known_author: Callable[[str], bool]) -> dict:
     """The fields of the question's `Intent`, as its words give them."""
     out: dict = {"type": "explain", "query": question, "decisions": (), "author": None, "asked_decision": "",
@@ -219,7 +234,7 @@ def _read(question: str, known_author: Callable[[str], bool]) -> dict:
     if published and known_author(published.group("name")):
         out["author"], out["type"] = published.group("name"), "list"
         text = text[published.end():]
-    for match in list(_AUTHOR.finditer(text))[::-1]:
+    for match in [m for pattern in _AUTHORED for m in pattern.finditer(text)] + list(_AUTHOR.finditer(text))[::-1]:
         if out["author"] is None and known_author(match.group("name")):
             out["author"] = match.group("name")
             text = text[:match.start()] + text[match.end():]
@@ -257,8 +272,9 @@ def _read(question: str, known_author: Callable[[str], bool]) -> dict:
         if out["author"] and out["type"] == "explain":
             out["type"] = "list"  # "papers by Yoshua Bengio"
     query = " ".join(text.split()).strip(" ?.!,;:")
-    words = [w for w in re.findall(r"[^\W\d_]{3,}", query.casefold()) if w not in _GENERIC]
-    out["has_topic"] = bool(words) or bool(re.search(r"[\u3400-\u9fff]", query))
+    words = [w for w in re.findall(r"[^\W\d_]{3,}", query.casefold())
+             if w not in _GENERIC and not re.search(r"[\u3400-\u9fff]", w)]  # Chinese: by `_without_glue`
+    out["has_topic"] = bool(words) or bool(re.search(r"[\u3400-\u9fff]", _without_glue(query)))
     unchanged = query == " ".join(question.split()).strip(" ?.!,;:")
     out["query"] = query if re.search(r"\w{3,}|[\u3400-\u9fff]", query) and not unchanged else question
     return out
