@@ -51,6 +51,7 @@ GLUE = frozenset("""
 进行 实现 得到 给出 出来 起来 一下 之间 之后 之前 其中 而且 并且 但是 不过
 如果 虽然 因为 所以 从而 因此 同时 已经 还有 没有 不是 就是 只是 只有 真的
 到底 比如 例如 等等 专门 以前 以往 先前 此前 现有 已有 相比 相较 怎么样 如何样
+记得 我记得 好像 想找 第一篇 第二篇 第三篇 第四篇 第五篇 哪一篇 哪篇 哪几篇
 """.split())
 _DEFINITION_SKIP = re.compile(r"^(CL:|see |variant of|old variant|surname|abbr\.|also written|also pr\.|used in|"
                               r"\(old\)|\(slang\)|\(Tw\)|\(dialect\)|\(archaic\)|\(literary\)|\(onom\.\))")
