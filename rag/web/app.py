@@ -217,6 +217,9 @@ class ChatApp:
         page = self.page
         assert page is not None
         lang = request_language(request)
+        if not isinstance(message, str) or not message.strip():  # an empty box: a hint, nothing added to the chat
+            gr.Info(words("type_a_question", lang))
+            return
         answers, history = list(answers or []), list(history or [])
         # Earlier turns come from the answers kept server-side, not from the chat's rendered Markdown.
         turns = [t for a in answers for t in ({"role": "user", "content": a["question"]},
@@ -602,6 +605,11 @@ def _wire_uploads_and_status(app: ChatApp, c: _Layout, demo: gr.Blocks) -> gr.Ti
     return timer
 
 
+# Gradio's default theme, with its font's bold from the full Bold face: the SemiBold file Gradio ships (600, the
+# weight of its labels and our card titles) holds 55 glyphs, so a title mixed that subset's letters with a fallback
+# font's ("CʙQ: Cross-Bʟock", a newcomer's screenshot). Asked for 600, the browser takes the nearest weight, 700.
+THEME = gr.themes.Default(font=[gr.themes.GoogleFont("Source Sans Pro", weights=(400, 700)), "ui-sans-serif",
+                                "system-ui", "sans-serif"])
 # How many values each API call's `data` list takes; a shorter list is filled with nulls (rag.web.api_args).
 API_ARITY = arity({"ask": ChatApp.ask_api, "related": ChatApp.related_api, "topics": ChatApp.topics_api})
 SELF_CHECK_WAIT = 60.0  # seconds launch() waits for its own page before giving up
@@ -665,7 +673,7 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
 
     with _patient_self_check():
         demo.launch(server_name=engine.settings.host, server_port=engine.settings.port, share=False, auth=auth,
-                    prevent_thread_lock=True, ssr_mode=False, mcp_server=False, quiet=True, css=CSS,
+                    prevent_thread_lock=True, ssr_mode=False, mcp_server=False, quiet=True, css=CSS, theme=THEME,
                     footer_links=["api"], max_file_size=MAX_UPLOAD, i18n=_I18N.get(demo),
                     app_kwargs={"middleware": [Middleware(Guard, hosts=allowed_hosts(engine.settings.host,
                                                                                       engine.settings.allowed_hosts)),

@@ -77,6 +77,7 @@ SERVER_WORDS: dict[str, tuple[str, str]] = {
     "and_more": (" … and {n} more", " … 另有 {n} 位"),
     "sources_of": ("Sources of answer {n}", "回答 {n} 的来源"),
     "nearest": ("Nearest papers:", "最接近的论文："),
+    "type_a_question": ("Type a question first.", "请先输入问题。"),
     "indexing_progress": ("Indexing the collection: {done} of {total} papers indexed; answers meanwhile search "
                           "those indexed so far.",
                           "正在索引论文集：已索引 {done} / {total} 篇；在此期间的回答只检索已索引的论文。"),

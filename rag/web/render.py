@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import html
 import re
+from types import SimpleNamespace
 
+from rag.answering.extractive import abstention_text
+from rag.answering.wording import say
 from rag.generation.cost import money
 from rag.text import BIDI_CONTROLS, first_sentence, link_label, readable, split_sentences, strip_bidi, tokenize
 from rag.web.i18n import words
@@ -251,10 +254,27 @@ def sources_panel(answers: list[dict], related: dict[str, list[dict]] | None = N
     return "\n".join(parts)
 
 
+def _without_outcome_line(answer: dict) -> dict:
+    """The answer without the sentence of its text that only says its outcome ("Unsure: none of the papers clearly
+    answers this.", "Not covered: the collection does not appear to cover this question. The nearest papers are:
+    ..."): the page's outcome label says it, and the nearest papers are listed below, linked (a newcomer read
+    "Unsure" twice in a row). The CLI and the API keep the text whole."""
+    text = answer["answer"]
+    for lang in ("en", "zh"):
+        if answer.get("outcome") == "unsure" and text.startswith(say("unsure", lang)):
+            return {**answer, "answer": text[len(say("unsure", lang)):].lstrip()}
+        nearest = abstention_text([SimpleNamespace(title=s["title"]) for s in answer.get("sources") or []], lang)
+        if answer.get("outcome") == "not_covered" and text.strip() in (nearest, say("not_covered", lang)):
+            return {**answer, "answer": ""}
+    return answer
+
+
 def answer_markdown(answer: dict, turn: int, lang: str = "en") -> str:
     """The chat message of a finished answer: escaped text with [n] linked to its card, notices, a footer. A
     refusal lists the nearest papers as links to their cards and to OpenReview. The outcome label and the app's
-    headings are in `lang` (`rag.web.i18n`); the answer's text stays as written."""
+    headings are in `lang` (`rag.web.i18n`); the answer's text stays as written, less the sentence that only says
+    its outcome (`_without_outcome_line`)."""
+    answer = _without_outcome_line(answer)
     text = _CITED.sub(lambda m: "[" + ", ".join(
         f'<a href="#src-{turn}-{n}">{n}</a>' for n in m.group(1).split(", ")) + "]",
         _marked(answer["answer"], answer.get("unsupported") or [], _own_markers(answer)))
@@ -262,7 +282,7 @@ def answer_markdown(answer: dict, turn: int, lang: str = "en") -> str:
     text = text.replace("\n\n", "\x00").replace("\n", "  \n").replace("\x00", "\n\n")  # list lines stay lines
     parts = [outcome_badge(answer, lang)]
     parts += [f"*{inert(n)}*" for n in answer["notices"]]
-    parts.append(text)
+    parts += [text] if text.strip() else []
     searched = search_line(answer, lang)
     if searched:
         parts.append(f'<span class="searched">{searched}</span>')

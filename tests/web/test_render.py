@@ -124,6 +124,21 @@ def test_the_outcome_label_and_headings_follow_the_language_and_paper_text_stays
         assert "Zebra stripes confuse flies" in md and "Answered" not in md
         assert ("最接近的论文：" in md) == (outcome == "not_covered")
         assert answer_markdown(record, 0).count("outcome-") == 1 and "已根据" not in answer_markdown(record, 0)
+    # The sentence that only says the outcome is the label's: not said twice on the page (the CLI keeps it).
+    from rag.answering.extractive import abstention_text, unsure_text
+    from rag.answering.records import Source
+
+    cards = [Source(n=1, paper_id="p1", title="Zebra stripes", authors=[], decision="", url="", text="Flies.",
+                    snippet="Flies.", score=0.5)]
+    for lang in ("en", "zh"):
+        unsure = {**answer(unsure_text(cards, lang=lang)[0], [source(1, title="Zebra stripes")], [1]),
+                  "outcome": "unsure"}
+        md = answer_markdown(unsure, 0, lang)
+        assert "none of the papers" not in md and "没有一篇论文" not in md and "Zebra stripes" in md and "[" in md
+        refused = {**answer(abstention_text(cards, lang), [source(1, title="Zebra stripes")], []),
+                   "outcome": "not_covered", "abstained": True}
+        md = answer_markdown(refused, 0, lang)
+        assert "does not appear" not in md and "似乎没有" not in md and md.count("Zebra stripes") == 1
     panel = sources_panel([answer("x [1].", [hostile], [1])], lang="zh")
     assert "<h3>回答 1 的来源</h3>" in panel and "&lt;b&gt;Zebra&lt;/b&gt; stripes" in panel and "<b>" not in panel
     assert "Sources of answer 1" in sources_panel([answer("x [1].", [hostile], [1])])

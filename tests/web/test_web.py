@@ -761,10 +761,32 @@ def test_the_chats_trash_icon_starts_a_new_conversation_like_the_button(page, ap
     assert "## Q1: zebra stripes" in markdown and "Q2" not in markdown and "sparse autoencoders" not in markdown
 
 
+def test_bold_text_comes_from_a_whole_bold_face_not_gradios_55_glyph_semibold(page):
+    # A newcomer's screenshot: "CʙQ: Cross-Bʟock" in a card title, the letters of Gradio's SemiBold subset beside a
+    # fallback font's. The theme asks for Source Sans Pro at 400 and 700 (rag.web.app.THEME), served from Gradio's
+    # own files: nothing is fetched from elsewhere.
+    ask(page, "zebra stripes and biting flies")
+    faces = page.evaluate("[...document.fonts].filter(f => f.family.includes('Source Sans Pro'))"
+                          ".map(f => [f.weight, f.status])")
+    weights = {w for w, _ in faces}
+    assert "700" in weights and "600" not in weights, faces
+    assert all(status == "loaded" for w, status in faces if w == "700"), faces
+
+
+def test_asking_with_an_empty_box_adds_nothing_to_the_chat_and_says_to_type_a_question(page):
+    # A newcomer's click on Ask with nothing typed added an empty question and an error reply with feedback buttons.
+    page.click("#ask")
+    page.locator(".toast-body", has_text="Type a question first.").wait_for(timeout=10_000)
+    page.fill("#question textarea", "   ")
+    page.press("#question textarea", "Enter")
+    time.sleep(1)
+    assert page.locator("#chat [data-testid=user]").count() == 0 and page.locator("#chat [data-testid=bot]").count() == 0
+
+
 def test_a_refusal_lists_the_nearest_papers_as_links_to_their_cards(page):
     ask(page, "What is the best recipe for sourdough bread?")
     answer = page.locator("#chat [data-testid=bot]").last
-    assert "does not appear to cover" in answer.inner_text() and "Nearest papers:" in answer.inner_text()
+    assert "Not covered by the collection" in answer.inner_text() and "Nearest papers:" in answer.inner_text()
     assert answer.locator('a[href="#src-0-1"]').count() >= 1
     assert answer.locator('a[href^="https://openreview.net/forum?id="]').count() >= 1
 
