@@ -780,7 +780,8 @@ def test_asking_with_an_empty_box_adds_nothing_to_the_chat_and_says_to_type_a_qu
     page.fill("#question textarea", "   ")
     page.press("#question textarea", "Enter")
     time.sleep(1)
-    assert page.locator("#chat [data-testid=user]").count() == 0 and page.locator("#chat [data-testid=bot]").count() == 0
+    assert page.locator("#chat [data-testid=user]").count() == 0
+    assert page.locator("#chat [data-testid=bot]").count() == 0
 
 
 def test_a_refusal_lists_the_nearest_papers_as_links_to_their_cards(page):
