@@ -52,7 +52,7 @@ $(MPNET): $(STAMP) tools/mpnet_model.py rag/store/mpnet.py
 
 install: $(STAMP) $(MPNET) ## Create .venv, install the app and its test tools (the tested set: constraints.txt) and the mpnet model
 
-run: $(STAMP) $(MPNET) ## Install, ingest seeds/ if the index is empty, serve 127.0.0.1:7860 (indexing the ICLR 2025 list meanwhile)
+run: $(STAMP) $(MPNET) ## Install, ingest seeds/ if the index is empty, serve 127.0.0.1:7860 (RAG_PORT; indexing the ICLR 2025 list meanwhile)
 	$(BIN)/rag ingest --if-empty $(SEEDS)
 	$(BIN)/rag serve
 
