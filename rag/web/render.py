@@ -401,14 +401,15 @@ def footer(answer: dict, lang: str = "en") -> str:
     """The line under an answer: which mode answered, its times, tokens, cost and (when not answered) its outcome
     in `lang`. The export keeps the English line."""
     t, usage = answer["timings"], answer.get("usage") or {}
-    bits = [f"{answer['model']} (LLM)" if answer["mode"] == "llm" else "extractive"]
+    bits = [f"{answer['model']} (LLM)" if answer["mode"] == "llm" else words("footer_extractive", lang)]
     if "ttft_ms" in t:
-        bits.append(f"first token {t['ttft_ms']:.0f} ms")
+        bits.append(words("footer_first_token", lang, ms=f"{t['ttft_ms']:.0f}"))
     bits.append(f"{t.get('total_ms', 0):.0f} ms")
     if usage.get("prompt_tokens") is not None:
-        bits.append(f"{usage['prompt_tokens']} + {usage.get('completion_tokens') or 0} tokens")
+        bits.append(words("footer_tokens", lang, prompt=usage["prompt_tokens"],
+                          completion=usage.get("completion_tokens") or 0))
     elif usage:  # asked of an LLM, which reported no usage (llama.cpp's server in a stream)
-        bits.append("tokens not reported by the server")
+        bits.append(words("footer_no_tokens", lang))
     if answer.get("cost_usd") is not None:
         bits.append(money(answer["cost_usd"]))
     if answer["abstained"]:

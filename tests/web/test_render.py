@@ -139,6 +139,14 @@ def test_the_outcome_label_and_headings_follow_the_language_and_paper_text_stays
                    "outcome": "not_covered", "abstained": True}
         md = answer_markdown(refused, 0, lang)
         assert "does not appear" not in md and "似乎没有" not in md and md.count("Zebra stripes") == 1
+    # the line under an answer: its words in the page's language too (a newcomer's "extractive · 356 ms")
+    from rag.web.render import footer
+
+    timed = {**answer("x [1].", [source(1)], [1]), "timings": {"total_ms": 356, "ttft_ms": 120},
+             "usage": {"prompt_tokens": None}, "mode": "extractive"}
+    assert footer(timed, "zh").startswith("摘录式回答 · 首个词元 120 ms · 356 ms") and "extractive" not in footer(
+        timed, "zh")
+    assert footer(timed).startswith("extractive · first token 120 ms · 356 ms")
     panel = sources_panel([answer("x [1].", [hostile], [1])], lang="zh")
     assert "<h3>回答 1 的来源</h3>" in panel and "&lt;b&gt;Zebra&lt;/b&gt; stripes" in panel and "<b>" not in panel
     assert "Sources of answer 1" in sources_panel([answer("x [1].", [hostile], [1])])
