@@ -277,13 +277,17 @@ def sentence_bar(retrieval: Retrieval, settings: Settings) -> float:
 def passes_bar(retrieval: Retrieval, settings: Settings, whole_list: bool = False) -> list[int]:
     """The hits (indexes) a list or count names: those whose best sentence reaches `sentence_bar` and whose text
     holds at least TOPIC_BAR of the share of the question's topic that the best-covered of them holds (a long,
-    descriptive question's words are never all in one abstract)."""
+    descriptive question's words are never all in one abstract). A title-only paper, whose title is all it shows,
+    holds TITLE_TOPIC_BAR of it: "Which papers study oversmoothing in graph neural networks?" listed two titles
+    saying only "Graph Neural Networks" (half the topic's weight) at 3,706 papers."""
     if whole_list:
         return list(range(len(retrieval.hits)))
     cutoff = sentence_bar(retrieval, settings)
     near = [i for i, hit in enumerate(retrieval.hits) if _relevance(hit) >= cutoff]
     best = max((hit.topical for hit in _pool(retrieval) if _relevance(hit) >= cutoff), default=0.0)
-    return [i for i in near if retrieval.hits[i].topical >= settings.policy.topic_bar * best]
+    policy = settings.policy
+    return [i for i in near if retrieval.hits[i].topical >= best * (
+        policy.topic_bar if retrieval.hits[i].paper.has_abstract else policy.title_topic_bar)]
 
 
 def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], settings: Settings,

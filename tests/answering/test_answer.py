@@ -378,6 +378,31 @@ def test_title_only_papers_ranked_first_leave_room_for_abstracts_to_answer(tmp_p
         == titles[:2]  # the best two of them, in their order
 
 
+def test_a_title_only_paper_is_listed_only_when_its_title_holds_most_of_the_topic():
+    """At 3,706 papers "Which papers study oversmoothing in graph neural networks?" listed two titles saying only
+    "Graph Neural Networks": half the topic's weight, enough for an abstract (TOPIC_BAR) but all a title-only paper
+    shows. A title-only paper needs `title_topic_bar` of the best-covered paper's share."""
+    import numpy as np
+
+    from rag.answering.extractive import passes_bar
+    from rag.search.retrieve import Hit, Retrieval
+    from rag.store.index import StoredPaper
+
+    def paper(pid: str, abstract: str) -> StoredPaper:
+        return StoredPaper(pid, abstract, f"Title {pid}", f"Title {pid}", (), "Accept (Poster)", "", "", 2025, "", pid,
+                           has_abstract=bool(abstract))
+
+    hits = [Hit(paper("a", "We prove residual connections prevent oversmoothing."), 1.0, 0.7, 3.0),
+            Hit(paper("half", ""), 0.9, 0.72, 2.0), Hit(paper("most", ""), 0.8, 0.71, 2.0),
+            Hit(paper("b", "Graph neural networks, in general."), 0.7, 0.7, 1.0)]
+    for hit, topical in zip(hits, (1.0, 0.5, 0.8, 0.5)):
+        hit.snippet_score, hit.topical = (0.8 if hit.paper.abstract else 0.0), topical
+    retrieval = Retrieval("oversmoothing in graph neural networks", hits, np.zeros(3))
+    settings = Settings()
+    assert settings.policy.topic_bar <= 0.5 < settings.policy.title_topic_bar <= 0.8
+    assert passes_bar(retrieval, settings) == [0, 2, 3]  # the half-topic title is left out, the abstract kept
+
+
 def test_an_answer_says_when_no_paper_mentions_a_name_the_question_uses(seed_engine):
     unknown = seed_engine.ask("How does ZephyrineNet improve virtual try-on with diffusion models?")
     assert not unknown.abstained and unknown.citations  # answered from the nearest paper (CatVTON) ...
