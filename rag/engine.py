@@ -258,12 +258,12 @@ def _papers_named(text: str, papers: Sequence[StoredPaper]) -> list[str]:
     """The ids of the papers a text names, in the order it names them: by whole title (three words or more, case
     and punctuation ignored) or by the coined name before the title's colon ("CatVTON: Concatenation Is All You
     Need ..." -> "CatVTON", by the rule a question's names follow: `rag.search.retrieve.names_at`)."""
-    named = names_at(text, title_names(list(papers)))
+    flat = f" {plain(text)} "  # titles are compared as plain words; a name's place in the text is moved there
+    named = [(len(plain(text[:at])) + 1, pid) for at, pid in names_at(text, title_names(list(papers)))]
     for paper in papers:
-        words = re.findall(r"\w+", paper.title.casefold())
-        if len(words) >= 3 and (at := re.search(r"(?<!\w)" + r"\W+".join(map(re.escape, words)) + r"(?!\w)", text,
-                                                re.IGNORECASE)):
-            named.append((at.start(), paper.paper_id))
+        title = plain(paper.title)
+        if title.count(" ") >= 2 and (at := flat.find(f" {title} ")) >= 0:
+            named.append((at, paper.paper_id))
     ids: list[str] = []
     for _, pid in sorted(named):
         ids += [pid] if pid not in ids else []
