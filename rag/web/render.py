@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import html
 import re
-from types import SimpleNamespace
 
-from rag.answering.extractive import abstention_text
 from rag.answering.wording import say
 from rag.generation.cost import money
 from rag.text import BIDI_CONTROLS, first_sentence, link_label, readable, split_sentences, strip_bidi, tokenize
@@ -263,9 +261,8 @@ def _without_outcome_line(answer: dict) -> dict:
     for lang in ("en", "zh"):
         if answer.get("outcome") == "unsure" and text.startswith(say("unsure", lang)):
             return {**answer, "answer": text[len(say("unsure", lang)):].lstrip()}
-        nearest = abstention_text([SimpleNamespace(title=s["title"]) for s in answer.get("sources") or []], lang)
-        if answer.get("outcome") == "not_covered" and text.strip() in (nearest, say("not_covered", lang)):
-            return {**answer, "answer": ""}
+        if answer.get("outcome") == "not_covered" and text.startswith(say("not_covered", lang)):
+            return {**answer, "answer": ""}  # the rest names the nearest papers, which the page lists, linked
     return answer
 
 
