@@ -60,6 +60,7 @@ EXAMPLES = [
     "Which papers use diffusion models for image restoration?",
     "How can language models evaluate their own answers without looking at the output?",
     "Which papers propose benchmarks for multilingual language models?",
+    "有哪些关于扩散模型的论文？",  # questions in Chinese are searched by their English terms (rag.query.zh)
 ]
 DECISIONS = ["Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)"]
 

@@ -826,6 +826,7 @@ def test_a_newcomers_path_through_the_page(browser, tmp_path):
         page.wait_for_selector("#question textarea")
         assert "Extractive — no LLM configured" in page.inner_text("#header")
         assert page.get_by_text("Is there work on making sparse autoencoders").count()  # the examples show
+        assert page.get_by_text("有哪些关于扩散模型的论文？").count()  # one in Chinese
         ask(page, SAE)
         card = page.locator("#src-0-1")
         assert "Efficient Dictionary Learning with Switch Sparse Autoencoders" in card.inner_text()
