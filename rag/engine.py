@@ -219,7 +219,8 @@ def standalone_question(question: str, history: list[dict[str, Any]] | None) -> 
 
 
 def previous_papers(question: str, history: list[dict[str, Any]] | None,
-                    papers: Sequence[StoredPaper] = (), named: Sequence[str] = ()) -> list[str]:
+                    papers: Sequence[StoredPaper] = (), named: Sequence[str] = (),
+                    names: dict[str, list[str]] | None = None) -> list[str]:
     """The papers a follow-up is about: those the previous answer cited (its turn's `paper_ids`), when the
     question refers to them ("Who wrote it?", "What data did they use?"); else none. A turn without `paper_ids`
     (history written by hand, or by another client) cites the `papers` whose whole title (three words or more)
@@ -231,13 +232,14 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
     if not history or not _leans_on_history(question) or not (ordinal or _ANAPHORA.search(question)):
         return []
     answers = [t for t in reversed(history) if t.get("role") == "assistant"][:MAX_HISTORY_TURNS]
-    ids = _turn_papers(answers[0], papers) if answers else []
+    names = names if names is not None else title_names(list(papers)) if papers else {}
+    ids = _turn_papers(answers[0], papers, names) if answers else []
     if len(ids) < 2 and (ordinal or _PLURAL.search(question)):  # several to choose from: the last answer citing several
-        ids = next((c for c in (_turn_papers(t, papers) for t in answers[1:]) if len(c) > 1), ids)
+        ids = next((c for c in (_turn_papers(t, papers, names) for t in answers[1:]) if len(c) > 1), ids)
     # A question that names a paper (`named`: by its coined title name, `rag.search.retrieve.named_papers`; or by
     # its whole title) is about that one: "Why does Drama use Mamba for its world model?" after an answer on another
     # paper searches for Drama (a newcomer's was answered "not covered" from the previous answer's paper).
-    named = list(dict.fromkeys([*named, *(_papers_named(question, papers) if papers else [])]))
+    named = list(dict.fromkeys([*named, *(_papers_named(question, papers, names) if papers else [])]))
     if named:
         return [pid for pid in named if pid in ids][:MAX_FOCUS]
     if ordinal:  # "What dataset did the second one use?"
@@ -248,18 +250,19 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
     return ids[:MAX_FOCUS] if _PLURAL.search(question) else ids[:1]
 
 
-def _turn_papers(turn: dict[str, Any], papers: Sequence[StoredPaper]) -> list[str]:
+def _turn_papers(turn: dict[str, Any], papers: Sequence[StoredPaper], names: dict[str, list[str]]) -> list[str]:
     """The papers an answer in the history cited: its `paper_ids`, else those its text names (`_papers_named`)."""
     ids = list(turn.get("paper_ids") or [])
-    return ids or (_papers_named(str(turn.get("content") or ""), papers) if papers else [])
+    return ids or (_papers_named(str(turn.get("content") or ""), papers, names) if papers else [])
 
 
-def _papers_named(text: str, papers: Sequence[StoredPaper]) -> list[str]:
+def _papers_named(text: str, papers: Sequence[StoredPaper], names: dict[str, list[str]]) -> list[str]:
     """The ids of the papers a text names, in the order it names them: by whole title (three words or more, case
     and punctuation ignored) or by the coined name before the title's colon ("CatVTON: Concatenation Is All You
-    Need ..." -> "CatVTON", by the rule a question's names follow: `rag.search.retrieve.names_at`)."""
+    Need ..." -> "CatVTON", by the rule a question's names follow: `rag.search.retrieve.names_at`; `names` is
+    `title_names(papers)`, the corpus's built once with its index)."""
     flat = f" {plain(text)} "  # titles are compared as plain words; a name's place in the text is moved there
-    named = [(len(plain(text[:at])) + 1, pid) for at, pid in names_at(text, title_names(list(papers)))]
+    named = [(len(plain(text[:at])) + 1, pid) for at, pid in names_at(text, names)]
     for paper in papers:
         title = plain(paper.title)
         if title.count(" ") >= 2 and (at := flat.find(f" {title} ")) >= 0:
@@ -798,7 +801,7 @@ class Engine:
         turns = [t for t in history or [] if t.get("role") in ("user", "assistant") and t.get("content")]
         state = self.retriever.state
         named = named_papers(question, state.names) if turns else []  # only a conversation has papers to tell apart
-        focus = previous_papers(question, turns, state.papers, named)
+        focus = previous_papers(question, turns, state.papers, named, state.names)  # the corpus's names, built once
         if named and not focus:  # it names a paper the previous answer did not cite: it stands alone
             return question, [], "", None
         if focus or llm is None or not turns or standalone_question(question, turns) == question:

@@ -78,7 +78,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
         reader = None
         answer.notices.append(doubt)
     if outcome == "unsure" and answer.sources:
-        yield from _unsure(answer, reader, llm.model if llm else "", settings.llm_quote, quote)
+        yield from _unsure(answer, reader, llm.model if llm else "", settings.llm_quote, quote, lang)
     elif not retrieval.hits or outcome != "answered":
         answer.answer = (say("not_in_abstract", lang, title=answer.sources[0].title)
                          if focused and answer.sources else abstention_text(answer.sources, lang))
@@ -94,16 +94,16 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
                 if answer.fallback_reason == LEAD_UNSUPPORTED:
                     _closest_instead(answer)
                     yield from _unsure(answer, None, llm.model, settings.llm_quote,
-                                       quote)
+                                       quote, lang)
                     return
             # A reader's "no answer" beside a retrieval the gate found answerable is not final: a small model gives
             # up on descriptions it cannot link (Qwen2.5-1.5B did on 21% of answerable questions, the right paper
             # often at rank 2-5). The extractive answer is shown instead, marked unsure.
             yield from _reader_found_nothing(answer, llm.model)
             if answer.mode == "llm" and answer.outcome == "answered":
-                yield from _quoted(answer, settings.llm_quote, quote)
+                yield from _quoted(answer, settings.llm_quote, quote, lang)
         if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
-            yield from _extractive_answer(answer, retrieval, settings, intent, whole_list, focused, sides)
+            yield from _extractive_answer(answer, retrieval, settings, intent, whole_list, focused, sides, lang)
 
 
 def _coverage(answer: Answer, retrieval: Retrieval, settings: Settings, focused: bool, chosen: bool,
@@ -122,23 +122,24 @@ def _coverage(answer: Answer, retrieval: Retrieval, settings: Settings, focused:
 
 
 def _unsure(answer: Answer, reader: Callable[[], Iterator[Delta | Restart]] | None, model: str,
-            quote: bool = True, passage: Callable[[Source], list[str]] | None = None) -> Iterator[Delta | Restart]:
+            quote: bool = True, passage: Callable[[Source], list[str]] | None = None, lang: str = "en"
+            ) -> Iterator[Delta | Restart]:
     """Near the gate's cut point the reader decides (issue 28): an LLM, when one is set, reads the papers and may
-    answer with citations; if it finds no answer, or fails, the closest papers are shown, unsure."""
+    answer with citations; if it finds no answer, or fails, the closest papers are shown, unsure. `lang`: the
+    question's, for the app's own words (`rag.answering.wording`)."""
     if reader is not None:
         yield from reader()
         yield from _lead_unsupported(answer)
         if answer.mode == "llm" and answer.outcome == "answered":
-            yield from _quoted(answer, quote, passage)
-            yield from _also_close(answer)
+            yield from _quoted(answer, quote, passage, lang)
+            yield from _also_close(answer, lang)
             return
         yield from _reader_found_nothing(answer, model)
         if answer.fallback_reason:
             _closest_instead(answer)
     first = answer.sources[0]
     texts = passage(first) if passage else []
-    text, cited = unsure_text(answer.sources, {first.n: " ".join(texts)} if texts else {},
-                              language(answer.question))
+    text, cited = unsure_text(answer.sources, {first.n: " ".join(texts)} if texts else {}, lang)
     by_n = {s.n: s for s in answer.sources}
     answer.answer, answer.citations = text, [by_n[n] for n in cited]
     answer.conclude("unsure")
@@ -175,8 +176,8 @@ ALSO_CLOSE = say("also_close")
 QUOTED = say("quoted")
 
 
-def _quoted(answer: Answer, on: bool = True, passage: Callable[[Source], list[str]] | None = None
-            ) -> Iterator[Delta]:
+def _quoted(answer: Answer, on: bool = True, passage: Callable[[Source], list[str]] | None = None,
+            lang: str = "en") -> Iterator[Delta]:
     """After an LLM's accepted answer, its first cited paper's passage (`extractive.passage`: what a one-paper
     explanation of it quotes, with its sentence nearest the question), verbatim and cited, on a line of its own,
     less the sentences the answer already says most of; without `passage`, the nearest sentence alone.
@@ -192,7 +193,7 @@ def _quoted(answer: Answer, on: bool = True, passage: Callable[[Source], list[st
     unsaid = [s for s in sentences if not _mostly_said(s, answer.answer)]
     if not unsaid:
         return
-    line = f"\n\n{say('quoted', language(answer.question))} “{' '.join(unsaid)}” [{first.n}]"
+    line = f"\n\n{say('quoted', lang)} “{' '.join(unsaid)}” [{first.n}]"
     answer.answer += line
     yield Delta(line)
 
@@ -204,7 +205,7 @@ def _mostly_said(sentence: str, text: str, share: float = 0.6) -> bool:
     return not wanted or len(wanted & set(said)) >= share * len(wanted)
 
 
-def _also_close(answer: Answer) -> Iterator[Delta]:
+def _also_close(answer: Answer, lang: str = "en") -> Iterator[Delta]:
     """After an LLM's answer to a question the gate was unsure of, the other `closest` papers (those the unsure
     answer would cite) are named on a line of their own: the reader picked one paper of several close ones, and a
     small one often picks the wrong one (on the held-out LLM subset Qwen2.5-Coder-1.5B cited the right
@@ -214,7 +215,6 @@ def _also_close(answer: Answer) -> Iterator[Delta]:
     extra = [s for s in closest(answer.sources) if s.n not in cited]
     if not extra:
         return
-    lang = language(answer.question)
     titles = ("；" if lang == "zh" else "; ").join(f"“{s.title}” [{s.n}]" for s in extra)
     line = f"\n\n{say('also_close', lang)} {titles}" + ("。" if lang == "zh" else ".")
     answer.answer += line
@@ -223,9 +223,8 @@ def _also_close(answer: Answer) -> Iterator[Delta]:
 
 
 def _extractive_answer(answer: Answer, retrieval: Retrieval, settings: Settings, intent: Intent, whole_list: bool,
-                       focused: bool, sides: list[int]) -> Iterator[Delta]:
+                       focused: bool, sides: list[int], lang: str = "en") -> Iterator[Delta]:
     """The extractive answer for the question's type, marked unsure after an LLM's "no answer"."""
-    lang = language(answer.question)
     if answer.fallback_reason:
         answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
                               "showing sentences quoted from the abstracts instead.")

@@ -19,7 +19,7 @@ import inspect
 import json
 from typing import Any, Callable
 
-from rag.web.guard import ASGIApp, Message, Receive, Scope, Send
+from rag.web.guard import ASGIApp, Message, Receive, Scope, Send, replaying
 
 ROUTES = ("/gradio_api/call/", "/gradio_api/run/", "/gradio_api/api/")
 
@@ -66,7 +66,7 @@ class ApiDefaults:
             headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
             scope = {**scope, "headers": [*headers, (b"content-length", str(len(filled)).encode())]}
             body = filled
-        await self.app(scope, _replaying(body, receive), send)
+        await self.app(scope, replaying(body, receive), send)
 
     def _wanted(self, scope: Scope) -> int | None:
         if scope["type"] != "http" or scope.get("method") != "POST":
@@ -76,20 +76,6 @@ class ApiDefaults:
         if route is None:
             return None
         return self.apis.get(path[len(route):].strip("/"))
-
-
-def _replaying(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that gives `body` whole, then what the client sends next (its disconnect)."""
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 def _gone(message: Message) -> Receive:

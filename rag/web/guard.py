@@ -228,28 +228,30 @@ async def _check_login(scope: Scope, receive: Receive, headers: dict[bytes, byte
             return (413, "A login form is a user name and a password (this one is over 64 KB)."), receive
         more = message.get("more_body", False)
     body = b"".join(chunks)
-
-    def replaying() -> Receive:
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return replay
-
     try:
-        form = await Request(scope, replaying()).form(max_files=0, max_fields=8)
+        form = await Request(scope, replaying(body, receive)).form(max_files=0, max_fields=8)
         counts = (len(form.getlist("username")), len(form.getlist("password")))
         await form.close()
     except Exception:  # Starlette's MultiPartException (a file part, too many fields) or a disconnect
         return (400, "The login form could not be read."), receive
     if counts != (1, 1):
         return (400, "A login form has one username and one password field."), receive
-    return None, replaying()
+    return None, replaying(body, receive)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives `body`, already read, whole, then what the client sends next (its disconnect): how a
+    middleware that read the body hands it on."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
 
 
 class LoginThrottle:
