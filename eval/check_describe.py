@@ -5,8 +5,8 @@
 Without arguments it checks eval/questions/describe_dev.jsonl, describe_heldout.jsonl, describe_final.jsonl,
 describe_final2.jsonl, describe_final3.jsonl, describe_final4.jsonl, describe_final5.jsonl, describe_final6.jsonl,
 describe_final7.jsonl, describe_final8.jsonl, describe_final9.jsonl, describe_final10.jsonl,
-describe_final11.jsonl, describe_final12.jsonl, describe_final13.jsonl, describe_final14.jsonl and
-describe_final15.jsonl.
+describe_final11.jsonl, describe_final12.jsonl, describe_final13.jsonl, describe_final14.jsonl,
+describe_final15.jsonl and describe_final16.jsonl.
 A question is checked against its paper: the gold paper of an answerable question, the `about` paper of a near miss.
 The rule, exactly:
 
@@ -59,11 +59,12 @@ SETS = [ROOT / "eval" / "questions" / name for name in ("describe_dev.jsonl", "d
                                                                  "describe_final9.jsonl", "describe_final10.jsonl",
                                                                  "describe_final11.jsonl", "describe_final12.jsonl",
                                                                  "describe_final13.jsonl", "describe_final14.jsonl",
-                                                                 "describe_final15.jsonl")]
+                                                                 "describe_final15.jsonl", "describe_final16.jsonl")]
 # Sets written on the second order of eval/sample_describe.py (`--pool older`): papers the older, named-question
 # sets use, once the first order (papers no set uses) ran out. Their papers may be used by those older sets, never by
 # another describe set.
-OLDER_POOL = {ROOT / "eval" / "questions" / name for name in ("describe_final14.jsonl", "describe_final15.jsonl")}
+OLDER_POOL = {ROOT / "eval" / "questions" / name for name in ("describe_final14.jsonl", "describe_final15.jsonl",
+                                                                      "describe_final16.jsonl")}
 COMMON_DF = 0.02  # a name or 3-gram used by this share of papers or more is the field's, not the paper's
 RARE_DF = 0.005  # a word used by fewer papers than this share is a rare term
 STOP = frozenset("""
@@ -313,8 +314,10 @@ def main(argv: list[str] | None = None) -> int:
     corpus = Corpus(args.corpus)
     skip = {p.resolve() for p in SETS} | {p.resolve() for p in args.sets}
     used = used_elsewhere(skip, corpus)
-    # A set on the older pool may share papers with the older sets, not with another describe set.
-    used_by_describe = used_elsewhere(skip, corpus, only={p.resolve() for p in SETS})
+    # A set on the older pool may share papers with the older sets, not with another describe set: every describe set
+    # not checked in this run is read for it (those checked in it meet each other through `mine` below), so a set
+    # checked alone is still checked against the others.
+    used_by_describe = used_elsewhere({p.resolve() for p in args.sets}, corpus, only={p.resolve() for p in SETS})
     bad = 0
     mine: dict[str, str] = {}
     for path in args.sets:
