@@ -283,9 +283,10 @@ def passes_bar(retrieval: Retrieval, settings: Settings, whole_list: bool = Fals
     if whole_list:
         return list(range(len(retrieval.hits)))
     cutoff = sentence_bar(retrieval, settings)
-    near = [i for i, hit in enumerate(retrieval.hits) if _relevance(hit) >= cutoff]
-    best = max((hit.topical for hit in _pool(retrieval) if _relevance(hit) >= cutoff), default=0.0)
     policy = settings.policy
+    near = [i for i, hit in enumerate(retrieval.hits)
+            if _relevance(hit) >= cutoff or hit.title_topic]
+    best = max((hit.topical for hit in _pool(retrieval) if _relevance(hit) >= cutoff), default=0.0)
     return [i for i in near if retrieval.hits[i].topical >= best * (
         policy.topic_bar if retrieval.hits[i].paper.has_abstract else policy.title_topic_bar)]
 

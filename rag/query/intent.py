@@ -38,7 +38,7 @@ _TYPE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"^(?:where\s+can\s+i\s+(?:read|find|get|download)|(?:give\s+me\s+|what\s+is\s+)?(?:the\s+)?"
         rf"(?:link|url|openreview\s+(?:link|page|url))\s+(?:to|for|of))\s+{_ABOUT}", re.I)),
     ("count", re.compile(rf"^how\s+many\s+(?:\w+\s+)?(?:{_PAPER}|orals|spotlights|posters)\b"
-                         rf"(?:\s+(?:are|were|is|in\s+the\s+list|at\s+iclr(?:\s+2025)?))*"
+                         rf"(?:\s+(?:are|were|is|there|in\s+the\s+list|at\s+iclr(?:\s+2025)?))*"
                          rf"(?:\s+(?:about|on|use|using|that|which|address|study|propose))?\s*", re.I)),
     # "which topics have the most orals?", "what are the main topics?": answered from the topic clusters
     # (rag.explore.topicmap), not by a search. Only the words topic(s), theme(s), cluster(s) and research area(s) count:

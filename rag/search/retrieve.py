@@ -67,7 +67,7 @@ from rag.store.index import PaperIndex, Sentences, StoredPaper
 from rag.store.mpnet_vectors import PaperVectors
 from rag.store.snapshot import Dense
 from rag.text import is_boilerplate, plain, split_sentences, tokenize, visible
-from rag.search.topical import coverage, topic_groups
+from rag.search.topical import coverage, names_all, topic_groups
 
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 BOILERPLATE_PENALTY = 0.3  # "Code is available at https://..." (`rag.text.is_boilerplate`) answers no question
@@ -90,6 +90,7 @@ class Hit:
     snippet: str = ""
     snippet_score: float = 0.0  # the snippet's score (cosine + term bonus): the relevance bar of list answers
     topical: float = 1.0  # share of the question's topic (IDF-weighted, rag.search.topical) in its title + abstract
+    title_topic: bool = False  # its title holds every distinctive word of the question's topic (`topical.names_all`)
 
 
 @dataclass
@@ -460,6 +461,7 @@ class HybridRetriever:
         for s in scored:
             retrieval.scored.setdefault(s.paper_index, []).append(s)
         groups = topic_groups(retrieval.question)
+        titles = tokenize([hit.paper.title for hit in hits]) if hits else []
         for i, hit in enumerate(hits):
             best = next((s for s in scored if s.paper_index == i), None)
             hit.snippet = best.text if best else hit.paper.abstract[:300]
@@ -467,6 +469,7 @@ class HybridRetriever:
             position = state.position.get(hit.paper.paper_id)
             if position is not None and position < len(state.terms):
                 hit.topical = coverage(groups, state.terms[position], state.stem_df, len(state.papers))
+                hit.title_topic = names_all(groups, titles[i], state.stem_df, len(state.papers), policy.common_share)
         if answering:
             retrieval.named_match = self._named_match(retrieval.question, hits[answering[0]].paper, state,
                                                       policy.rare_limit(len(state.papers)))

@@ -67,3 +67,12 @@ def coverage(groups: list[frozenset[str]], paper_terms: Iterable[str] | set[str]
         if terms & group:
             found += weight
     return found / total if total > 0 else 1.0
+
+
+def names_all(groups: list[frozenset[str]], terms: Iterable[str] | set[str], df: Mapping[str, int], corpus_size: int,
+              common: float) -> bool:
+    """Whether `terms` (a title's) contain every distinctive group of the topic: each group some paper has and fewer
+    than `common` of the papers have ("diffusion" of "diffusion models", not "models"); False when there is none."""
+    have = terms if isinstance(terms, (set, frozenset)) else set(terms)
+    distinctive = [g for g in groups if 0 < max(df.get(t, 0) for t in g) < common * corpus_size]
+    return bool(distinctive) and all(have & g for g in distinctive)

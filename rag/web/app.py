@@ -37,6 +37,7 @@ from typing import Any
 
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
+from gradio.helpers import Examples
 
 from rag.config import LIMITS
 from rag.errors import RagError, one_line
@@ -485,6 +486,7 @@ class _Layout:
     chips: list[gr.Button]
     box: gr.Textbox
     send: gr.Button
+    examples: Examples  # gr.Examples builds one
     export_buttons: list[gr.Button]
     export_md: gr.DownloadButton
     export_json: gr.DownloadButton
@@ -522,7 +524,7 @@ def _lay_out(engine: Engine, menu: ModelMenu, t: Any) -> _Layout:
                 box = gr.Textbox(placeholder=t("question"), show_label=False, scale=6,
                                  elem_id="question", max_length=100_000, submit_btn=False)
                 send = gr.Button(t("ask"), variant="primary", scale=1, elem_id="ask")
-            gr.Examples(EXAMPLES, inputs=box, label=t("examples"))
+            examples = gr.Examples(EXAMPLES, inputs=box, label=t("examples"))  # a click asks (`_wire_answers`)
             with gr.Row():
                 export_buttons = [gr.Button(t("export_md"), elem_id="export-md", size="sm"),
                                   gr.Button(t("export_json"), elem_id="export-json", size="sm")]
@@ -545,8 +547,8 @@ def _lay_out(engine: Engine, menu: ModelMenu, t: Any) -> _Layout:
     with gr.Accordion(t("map"), open=True, elem_id="map-panel"):
         mapview = MapPanel(engine)
         map_html = mapview.render()
-    return _Layout(answers, export_id, progress, chatbot, chips, box, send, export_buttons, export_md, export_json,
-                   clear, upload, spent, added, model, decisions, author, k, cards, mapview, map_html)
+    return _Layout(answers, export_id, progress, chatbot, chips, box, send, examples, export_buttons, export_md,
+                   export_json, clear, upload, spent, added, model, decisions, author, k, cards, mapview, map_html)
 
 
 def _wire_answers(app: ChatApp, c: _Layout) -> None:
@@ -561,7 +563,8 @@ def _wire_answers(app: ChatApp, c: _Layout) -> None:
     totals = dict(fn=session_now, inputs=c.answers, outputs=c.spent, api_visibility="private")
     map_state: dict[str, Any] = dict(fn=c.mapview.state, inputs=[c.answers, c.decisions, c.author],
                                      outputs=c.map_html, api_visibility="private", show_progress="hidden")
-    for trigger in (c.send.click, c.box.submit):
+    # An example fills the box and asks it: a newcomer clicked one and waited for an answer that never came.
+    for trigger in (c.send.click, c.box.submit, c.examples.load_input_event.then):
         trigger(app.stream_answer, [c.box, c.chatbot, c.answers, c.decisions, c.author, c.k, c.export_id, c.model],
                 outputs, api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
                 ).then(**totals).then(**map_state)

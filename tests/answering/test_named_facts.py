@@ -149,3 +149,23 @@ def test_a_title_name_counts_only_as_written_and_whole():
     assert named_papers("Drama generation with LLMs?", state.names) == []  # an English word opening a sentence
     assert named_papers("drama and lamplace", state.names) == []  # as written: case and all
     assert named_papers("LaMPlace 为什么好？", state.names) == ["lamp"]  # a coined name may open the question
+
+
+def test_a_count_takes_every_paper_whose_title_names_the_topic(corpus_engine):
+    """"How many orals are about diffusion models?" counted 9 of the 17 orals whose titles say "Diffusion": the
+    others' best sentences scored under the list's bar ("Progressive Compression with Universally Quantized Diffusion
+    Models"). A title holding the topic's distinctive word is about it (`rag.search.topical.names_all`)."""
+    import json
+
+    from conftest import CORPUS
+
+    orals = {p["title"] for p in map(json.loads, CORPUS.read_text(encoding="utf-8").splitlines())
+             if p["decision"] == "Accept (Oral)" and "diffusion" in p["title"].lower()}
+    answer = corpus_engine.ask("How many orals are about diffusion models?")
+    counted = {c.title for c in answer.citations}
+    assert len(orals) >= 15 and orals <= counted, sorted(orals - counted)
+    assert {c.decision for c in answer.citations} == {"Accept (Oral)"}
+    assert answer.answer.startswith(f"{len(counted)} papers in the list match this question")
+    # A title with only the topic's common words is not enough: "graph anomaly detection" needs "graph" too.
+    listed = corpus_engine.ask("Which papers are about graph anomaly detection?").citations
+    assert listed and all("graph" in (c.title + c.snippet).lower() for c in listed)

@@ -847,6 +847,12 @@ def test_a_newcomers_path_through_the_page(browser, tmp_path):
         page.click("#clear")
         page.wait_for_function("document.querySelectorAll('#chat [data-testid=bot]').length == 0")
         assert "Sources of the latest answer appear here" in page.inner_text("#sources")
+        page.get_by_text("Is there work on making sparse autoencoders").click()  # an example asks at once
+        page.wait_for_function("document.querySelectorAll('#chat [data-testid=bot]').length == 1 && "
+                               "document.querySelector('#sources h3')?.innerText.includes('answer 1')", timeout=90_000)
+        assert "making sparse autoencoders" in page.locator("#chat [data-testid=user]").last.inner_text()
+        assert "[1]" in last_answer(page)
+        assert page.input_value("#question textarea") == ""  # asked, so the box is cleared as after Ask
         page.close()
     finally:
         server.terminate()
