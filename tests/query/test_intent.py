@@ -58,6 +58,27 @@ def known(name):
     ("Which spotlight papers are similar to it?", "related", "it", ["Accept (Spotlight)"], None, ""),
     ("How do MLE-bench and Cybench differ?", "compare", "How do MLE-bench and Cybench differ?", [], None, ""),
     ("What does STEEL prove?", "explain", "What does STEEL prove?", [], None, ""),
+    # A comparison names its sides up front; the same words inside a description are the description's. "Which
+    # paper ...?" asks for the one paper that fits (explain), "Which papers ...?" for a list.
+    ("Compare LiNeS with model soups.", "compare", "Compare LiNeS with model soups.", [], None, ""),
+    ("Samba vs Mamba: which handles long contexts?", "compare", "Samba vs Mamba: which handles long contexts?", [],
+     None, ""),
+    ("What is the difference between ReMoE and Drop-Upcycling?", "compare",
+     "What is the difference between ReMoE and Drop-Upcycling?", [], None, ""),
+    ("Palu和MatryoshkaKV有什么区别？", "compare", "Palu和MatryoshkaKV有什么区别？", [], None, ""),
+    ("Is there a fast way to compare many point clouds with an optimal transport distance and a neural net?",
+     "explain", "Is there a fast way to compare many point clouds with an optimal transport distance and a neural "
+     "net?", [], None, ""),
+    ("Is there a theory of when transformers use examples in the prompt versus memorized knowledge?", "explain",
+     "Is there a theory of when transformers use examples in the prompt versus memorized knowledge?", [], None, ""),
+    ("How can one reduce interference when adding weight differences between fine-tuned models?", "explain",
+     "How can one reduce interference when adding weight differences between fine-tuned models?", [], None, ""),
+    ("对比学习训练文本向量时，温度参数如何影响？", "explain", "对比学习训练文本向量时，温度参数如何影响？", [], None,
+     ""),
+    ("Which paper spots odd nodes in networks without labels?", "explain",
+     "Which paper spots odd nodes in networks without labels?", [], None, ""),
+    ("What does work arguing that LLMs treat sentences as smooth functions conclude?", "explain",
+     "What does work arguing that LLMs treat sentences as smooth functions conclude?", [], None, ""),
     # Not filters: a topic that contains a decision word, and "by" before words that are not an author's name.
     ("Are there papers on oral health?", "list", "oral health", [], None, ""),
     ("Which method wins by a large margin?", "explain", "Which method wins by a large margin?", [], None, ""),
