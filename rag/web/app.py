@@ -540,7 +540,7 @@ def _lay_out(engine: Engine, menu: ModelMenu, t: Any) -> _Layout:
             model = gr.Dropdown(menu.choices, value=menu.default or None, label=t("model"), elem_id="model",
                                 visible=menu.several, interactive=True)
             with gr.Accordion(t("filters"), open=True):
-                decisions = gr.CheckboxGroup(DECISIONS, label=t("decision"), elem_id="decision")
+                decisions = gr.CheckboxGroup([(t(d), d) for d in DECISIONS], label=t("decision"), elem_id="decision")
                 author = gr.Textbox(label=t("author"), elem_id="author")
                 k = gr.Slider(1, 20, value=engine.settings.k, step=1, label=t("k"), elem_id="k")
             cards = gr.HTML(f'<p class="src-empty">{t("sources_empty")}</p>', elem_id="sources")

@@ -34,6 +34,10 @@ PAGE_WORDS: dict[str, tuple[str, str]] = {
     "model": ("Model", "模型"),
     "filters": ("Filters", "筛选"),
     "decision": ("Decision (none = all)", "录用类型（不选 = 全部）"),
+    # the decision filter's choices (their values stay the records' "Accept (Oral)" ...)
+    "Accept (Oral)": ("Accept (Oral)", "口头报告（Oral）"),
+    "Accept (Spotlight)": ("Accept (Spotlight)", "亮点论文（Spotlight）"),
+    "Accept (Poster)": ("Accept (Poster)", "海报（Poster）"),
     "author": ("Author name contains", "作者姓名包含"),
     "k": ("Papers to retrieve", "检索的论文数"),
     "map": ("Map of the collection", "论文集地图"),

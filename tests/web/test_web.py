@@ -996,6 +996,8 @@ def test_the_page_speaks_the_browsers_language_and_paper_text_stays_as_written(b
         assert page.get_attribute("#question textarea", "placeholder") == ("就这些论文提问…" if zh
                                                                            else "Ask about the papers…")
         assert "Filters" not in page.inner_text("body") if zh else "Filters" in page.inner_text("body")
+        oral = "口头报告（Oral）" if zh else "Accept (Oral)"  # the filter's choices speak it too; the value stays
+        assert oral in page.inner_text("#decision") and ("Accept (Oral)" in page.inner_text("#decision")) != zh
         page.fill("#question textarea", SAE)
         page.click("#ask")
         done = ["回答 1 的来源", "本次会话：1 个回答"] if zh else ["Sources of answer 1", "This session: 1 answer"]
