@@ -210,8 +210,8 @@ def test_a_follow_up_is_searched_with_the_previous_question(seed_engine):
     follow = seed_engine.ask("What data did they pre-train it on?", history=history)
     # Without paper ids in the history (an API caller's plain turns) and no title in the answer, a pronoun glues
     # the previous question on.
-    assert follow.retrieval_query == "introduces a billion-scale time series foundation model? What data did they " \
-        "pre-train it on" and follow.focus == []
+    assert follow.retrieval_query == "Which paper introduces a billion-scale time series foundation model? What " \
+        "data did they pre-train it on?" and follow.focus == []
     assert _is(follow.sources[0], SEED_003[12])  # Time-MoE
     assert follow.question == "What data did they pre-train it on?"
     assert alone.retrieval_query == ""
