@@ -121,7 +121,7 @@ def test_a_follow_up_is_rewritten_by_the_model_and_finds_the_earlier_paper(seed_
     rewrite, final = server.chat_requests()[-2:]
     assert "Standalone query:" in rewrite["body"]["messages"][0]["content"] and not rewrite["body"].get("stream")
     assert answer.retrieval_query == \
-        "introduces a billion-scale time series foundation model? What dataset did they use"  # "Which paper" left out
+        "Which paper introduces a billion-scale time series foundation model? What dataset did they use?"
     assert answer.sources[0].text == TIME_MOE_ABSTRACT  # Time-MoE
     # The answer prompt asks the rewritten question: the bare "they" made real models refuse (issue 28).
     assert f"Question: {rewrite_of(first, 'What dataset did they use?')}" in final["body"]["messages"][1]["content"]
