@@ -82,7 +82,7 @@ SERVER_WORDS: dict[str, tuple[str, str]] = {
     "sources_of": ("Sources of answer {n}", "回答 {n} 的来源"),
     "nearest": ("Nearest papers:", "最接近的论文："),
     "type_a_question": ("Type a question first.", "请先输入问题。"),
-    "footer_extractive": ("extractive", "摘录式回答"),
+    "footer_extractive": ("extractive", "抽取式回答"),
     "footer_first_token": ("first token {ms} ms", "首个词元 {ms} ms"),
     "footer_tokens": ("{prompt} + {completion} tokens", "{prompt} + {completion} 个词元"),
     "footer_no_tokens": ("tokens not reported by the server", "服务器未报告词元数"),

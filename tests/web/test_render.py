@@ -144,7 +144,7 @@ def test_the_outcome_label_and_headings_follow_the_language_and_paper_text_stays
 
     timed = {**answer("x [1].", [source(1)], [1]), "timings": {"total_ms": 356, "ttft_ms": 120},
              "usage": {"prompt_tokens": None}, "mode": "extractive"}
-    assert footer(timed, "zh").startswith("摘录式回答 · 首个词元 120 ms · 356 ms") and "extractive" not in footer(
+    assert footer(timed, "zh").startswith("抽取式回答 · 首个词元 120 ms · 356 ms") and "extractive" not in footer(
         timed, "zh")
     assert footer(timed).startswith("extractive · first token 120 ms · 356 ms")
     panel = sources_panel([answer("x [1].", [hostile], [1])], lang="zh")
