@@ -29,9 +29,9 @@ PHRASES: dict[str, tuple[str, str]] = {
     "quoted": ("In the paper's words:", "论文原文："),
     "also_close": ("Also close to the question:", "与问题同样接近的还有："),
     "title_only": ("(title only: the list has no abstract for it)", "（只有标题：列表中没有它的摘要）"),
-    "bar": ("a sentence scoring at least {bar:.2f} against the question (or the topic in its title) and {share:.0%} of "
+    "bar": ("a sentence scoring at least {bar:.2f} against the question, or the topic in its title, and {share:.0%} of "
             "the key terms the best match has",
-            "有一句与问题的相似度至少为 {bar:.2f}（或标题含有问题的主题），并含有最佳匹配所含关键词的 {share:.0%}"),
+            "有一句与问题的相似度至少为 {bar:.2f}或标题含有问题的主题，并含有最佳匹配所含关键词的 {share:.0%}"),
     "found": ("{n} {papers} found:", "找到 {n} 篇论文："),
     "count": ("{at_least}{n} {papers} in the list {verb} this question ({each} {bar}; checked: the {checked} "
               "best-ranked papers):",

@@ -230,8 +230,8 @@ def test_lists_and_counts_state_their_bar_and_name_each_paper_once(embedded_seed
     assert count.answer_type == "count" and not count.abstained and len(count.sources) > 5
     head, *lines = count.answer.split("\n")
     assert head.startswith(f"{len(lines)} papers in the list match this question (each has a sentence scoring at "
-                           f"least {engine.settings.abstain_threshold:.2f} against the question (or the topic in its "
-                           "title) and 50% of the key terms the best match has; checked: the ")
+                           f"least {engine.settings.abstain_threshold:.2f} against the question, or the topic in its "
+                           "title, and 50% of the key terms the best match has; checked: the ")
     assert all(line.startswith("• ") for line in lines) and [c.n for c in count.citations] == \
         [int(line.rsplit("[", 1)[1].rstrip("]")) for line in lines]
     assert any("CatVTON" in line for line in lines)
