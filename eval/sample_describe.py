@@ -28,7 +28,8 @@ the gate's generated questions never used them (eval/train_abstain.py leaves eve
 describe_final14 is the first set on it: positions 1141-1204 (answerable) and 1205-1220 (near misses);
 describe_final15 (fifteenth session) the second: 1221-1284 (answerable) and 1285-1300 (near misses), none skipped;
 describe_final16 (sixteenth session) the third: 1301-1364 (answerable) and 1365-1380 (near misses), none skipped;
-the next set starts at 1381.
+describe_final17 (seventeenth session) the fourth: 1381-1444 (answerable) and 1445-1460 (near misses), none skipped;
+the next set starts at 1461.
 """
 
 from __future__ import annotations
