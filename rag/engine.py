@@ -284,6 +284,7 @@ class Plan:
     fallback: str  # why the LLM's follow-up or search rewrite failed, if it did
     standalone: str = ""  # a follow-up rewritten to stand alone, asked of the LLM in its place
     rewrite: rewriting.Rewrite | None = None  # the LLM's rewrite for retrieval, once asked (rag.generation.rewrite)
+    asked: str = ""  # what `search` translates, when it is Chinese (`Retrieval.asked`: the gate reads its form)
 
 
 @dataclass
@@ -634,7 +635,7 @@ class Engine:
         if intent.type == "count" or not intent.has_topic:  # a count, or "papers by X": as many as can be shown
             k = max(k, min(MAX_K, self.settings.candidates))
         loaded = time.perf_counter()
-        retrieval, lead, filters = self._retrieve(intent, search, k, filters, focus)
+        retrieval, lead, filters = self._retrieve(intent, search, k, filters, focus, asked=plan.asked)
         if llm is not None and self._rewrites(plan) and intent.has_topic and rewriting.needed(
                 retrieval.named_match, abstain.probability(retrieval) if abstain.applies(retrieval) else None,
                 self.settings.policy.rewrite_confident_below):
@@ -642,7 +643,7 @@ class Engine:
             plan.fallback = plan.rewrite.fallback
         if plan.rewrite is not None and plan.rewrite.search:  # searched beside the question, fused
             retrieval, lead, filters = self._retrieve(intent, search, k, plan.filters, focus,
-                                                      retrieval.query_vector, plan.rewrite.search)
+                                                      retrieval.query_vector, plan.rewrite.search, plan.asked)
         retrieved = time.perf_counter()
         partial = None  # where the notice of a partial index is, to say after answering what may change
         if self.indexing.running and self.indexing.total:
@@ -674,7 +675,7 @@ class Engine:
         yield answer
 
     def _retrieve(self, intent: Intent, search: str, k: int, filters: Filters, focus: list[str],
-                  vector: Any = None, rewrite: str = "") -> tuple[Retrieval, str, Filters]:
+                  vector: Any = None, rewrite: str = "", asked: str = "") -> tuple[Retrieval, str, Filters]:
         """The retrieval to answer from, a sentence to lead the answer with ("" mostly), and the filters it applied.
 
         A list or count with a decision or author filter is also searched without filters (`Retrieval.reference`):
@@ -685,21 +686,26 @@ class Engine:
         nothing on X.
         A filter set in the panel or by a flag is the user's explicit choice and stands.
         `vector`: the search's embedding, when a first retrieval made it; `rewrite`: the LLM's rewrite of the question
-        for search (`rag.generation.rewrite`), fused with it in every search."""
+        for search (`rag.generation.rewrite`), fused with it in every search; `asked`: the Chinese text `search`
+        translates (`Retrieval.asked`)."""
         params = RetrievalParams.from_settings(self.settings, k=k, decisions=filters.decisions,
                                                author=filters.author, paper_ids=tuple(focus))
-        retrieval = self.retriever.retrieve(search, params, vector, rewrite)
+
+        def retrieve(params: RetrievalParams, vector: Any) -> Retrieval:
+            found = self.retriever.retrieve(search, params, vector, rewrite)
+            found.asked = asked
+            return found
+
+        retrieval = retrieve(params, vector)
         if (intent.type not in ("count", "list") or not intent.has_topic or focus
                 or not (params.decisions or params.author)):
             return retrieval, "", filters
         vector = retrieval.query_vector  # the question embedded once, for all three searches
-        retrieval.reference = everything = self.retriever.retrieve(search, replace(params, decisions=(), author=None),
-                                                                   vector, rewrite)
+        retrieval.reference = everything = retrieve(replace(params, decisions=(), author=None), vector)
         if "decisions" not in filters.from_question or (
                 not should_abstain(retrieval, self.settings) and passes_bar(retrieval, self.settings)):
             return retrieval, "", filters
-        wider = self.retriever.retrieve(search, replace(params, decisions=()), vector, rewrite) if params.author \
-            else everything
+        wider = retrieve(replace(params, decisions=()), vector) if params.author else everything
         wider.reference = everything
         if should_abstain(wider, self.settings) or not passes_bar(wider, self.settings):
             return retrieval, "", filters
@@ -770,11 +776,12 @@ class Engine:
         intent = parse(question, self._known_author, question_filters,
                        names_paper=lambda name: self._names_paper(focus[0] if focus else name))
         search = intent.query if query == question else parse(query, self._known_author).query
+        asked = search if zh.has_chinese(search) else ""
         search = zh.retrieval_query(search)  # a Chinese question is searched by its English terms (rag.query.zh)
         given = (("decisions", decisions, intent.decisions), ("author", author, intent.author))
         filters = Filters(tuple(decisions) or tuple(intent.decisions), author or intent.author,
                           tuple(name for name, mine, theirs in given if theirs and not mine))
-        return Plan(intent, search, focus, filters, fallback, query if query != question else "", rewrite)
+        return Plan(intent, search, focus, filters, fallback, query if query != question else "", rewrite, asked)
 
     def _rewrites(self, plan: Plan) -> bool:
         """Whether a question is rewritten for retrieval by the LLM (`rag.generation.rewrite`): with `llm_rewrite` on,

@@ -47,6 +47,7 @@ from typing import Any, Literal
 import numpy as np
 
 from rag.errors import RagError
+from rag.query import zh
 from rag.search.retrieve import Retrieval, tokenize
 
 # The hits the features read: the app's default k. `rag eval` and the fits retrieve 10, the app 5 by default, and a
@@ -257,11 +258,17 @@ def form_features(retrieval: Retrieval, top1: set[str]) -> list[float]:
     question = retrieval.question
     if not retrieval.hits:
         return [0.0, 0.0, 0.0]
-    yes_no = bool(_YES_NO.search(question)) and not _SEARCH.search(question)
-    tail = _TAIL.search(question)
-    terms = tokenize([tail.group(1)])[0] if tail else []
+    if zh.has_chinese(retrieval.asked):  # searched by its English terms: the form is read from the Chinese
+        chinese = zh.form(retrieval.asked)
+        yes_no, extension = chinese.yes_no, chinese.extension
+        terms = tokenize([chinese.tail])[0] if chinese.tail else []
+    else:
+        yes_no = bool(_YES_NO.search(question)) and not _SEARCH.search(question)
+        extension = bool(_EXTENSION.search(question))
+        tail = _TAIL.search(question)
+        terms = tokenize([tail.group(1)])[0] if tail else []
     missing = sum(1 for t in terms if t not in top1 and retrieval.term_df.get(t, 0) > 0)
-    return [float(yes_no), float(bool(_EXTENSION.search(question))), missing / len(terms) if terms else 0.0]
+    return [float(yes_no), float(extension), missing / len(terms) if terms else 0.0]
 
 
 class GateError(RagError):

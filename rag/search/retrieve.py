@@ -109,6 +109,9 @@ class Retrieval:
     corpus_size: int = 0
     # The same question searched without filters, for a filtered list or count: its best paper sets their bar.
     reference: "Retrieval | None" = None
+    # The question as asked when `question` is its English search terms (a Chinese question, `rag.query.zh`): the
+    # gate reads its form from it (`rag.answering.abstain.form_features`), which the terms no longer have.
+    asked: str = ""
 
     @property
     def confidence(self) -> float:

@@ -14,6 +14,7 @@ from rag.answering import abstain
 from rag.answering.compose import ALSO_CLOSE, LEAD_UNSUPPORTED, QUOTED
 from rag.answering.extractive import NOT_COVERED, UNSURE, unsure_text
 from rag.answering.wording import language, say
+from rag.query import zh
 from rag.text import split_sentences
 
 
@@ -266,6 +267,18 @@ def test_where_the_gate_answers_an_llm_answer_granting_the_question_without_supp
         supported = engine.ask(SURGERY)
         assert supported.mode == "llm" and supported.outcome == "answered"
         assert supported.answer.startswith("This controller aims")
+
+
+def test_a_chinese_near_miss_is_read_by_its_form_as_an_english_one_is(corpus_engine):
+    # describe_final15 (read): a real paper described in other words, then "has it been used for autonomous
+    # driving?", which its abstract never says. The English terms it is searched by have lost that form; the gate
+    # reads it from the Chinese (rag.query.zh.form), as it reads "Has it also been ...?" in English.
+    question = "这个只需少量概念标注就能训练出可解释概念策略的强化学习方法，有没有用在自动驾驶上？"
+    answer = corpus_engine.ask(question)
+    assert answer.outcome == "unsure" and answer.answer.startswith("不确定：")
+    assert answer.citations[0].title.startswith("LICORICE")  # the paper it describes, quoted as the closest
+    terms_only = corpus_engine.ask(zh.retrieval_query(question))  # the same search without the form: answered
+    assert terms_only.outcome == "answered" and terms_only.sources[0].paper_id == answer.sources[0].paper_id
 
 
 def test_a_chinese_question_gets_its_frame_in_chinese_and_its_quotes_as_written(corpus_engine):

@@ -73,3 +73,24 @@ def test_engine_finds_the_seed_paper_from_a_chinese_question(seed_engine):
     answer = seed_engine.ask("如何用稀疏自编码器分解神经网络的激活？")
     assert answer.retrieval_query.startswith("sparse autoencoder")
     assert "sparse autoencoder" in answer.sources[0].text.lower()
+
+
+def test_a_question_about_one_described_work_has_its_form_read_from_its_last_clause():
+    # A near miss describes a real paper, then asks in its last clause whether it was done on something else; the
+    # gate reads that form (rag.answering.abstain.form_features), which the English search terms have lost.
+    asked = zh.form("这个只需少量概念标注就能训练出可解释概念策略的强化学习方法，有没有用在自动驾驶上？")
+    assert asked.yes_no and asked.extension and asked.tail == zh.translate("有没有用在自动驾驶上").query
+    assert "autonomous driving" in asked.tail and "reinforcement" not in asked.tail  # the last clause's terms only
+    also = zh.form("有没有一种直接压缩键值缓存的长上下文插件模块，也能用于长视频理解？")
+    assert also.extension and not also.yes_no  # "also usable for": the search is the first clause's
+    assert "video" in also.tail
+
+
+def test_a_search_for_work_is_not_a_yes_no_question_about_a_work():
+    for search in ("有没有一种神经网络层，能保证输出的矩阵始终是对称正定的？",  # one clause, a search
+                   "为什么自适应优化器比随机梯度下降好？有没有从光滑性角度给出的理论解释？",  # "is there an explanation"
+                   "文本被反复改写后会朝什么方向漂移？有相关研究吗？",  # "is there research on it"
+                   "有没有一个开源预训练框架，把多维并行统一在一起，并在 Llama 系列模型上测过加速效果？"):  # "and tested"
+        form = zh.form(search)
+        assert not form.yes_no and not form.extension and form.tail == "", search
+    assert zh.form("Has the method also been applied to autonomous driving?") == zh.Form()  # English: read in English
