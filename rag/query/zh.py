@@ -21,6 +21,9 @@ looked up; characters jieba left single (奶 牛 产 奶 量) are joined and mat
 only when a question contains Chinese (0.4 s the first time in a process: the common words of its dictionary and
 the glossary); without jieba installed, the glossary is matched longest-first instead.
 English questions pass through unchanged.
+
+The English terms keep none of the question's form, which the learned gate reads (a yes/no question about a
+described work, "has it also been …"): `form` reads it from the Chinese instead.
 """
 
 from __future__ import annotations
