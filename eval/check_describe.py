@@ -65,7 +65,7 @@ SETS = [ROOT / "eval" / "questions" / name for name in ("describe_dev.jsonl", "d
 # sets use, once the first order (papers no set uses) ran out. Their papers may be used by those older sets, never by
 # another describe set.
 OLDER_POOL = {ROOT / "eval" / "questions" / name for name in ("describe_final14.jsonl", "describe_final15.jsonl",
-                                                                      "describe_final16.jsonl", "describe_final17.jsonl")}
+                                                                "describe_final16.jsonl", "describe_final17.jsonl")}
 COMMON_DF = 0.02  # a name or 3-gram used by this share of papers or more is the field's, not the paper's
 RARE_DF = 0.005  # a word used by fewer papers than this share is a rare term
 STOP = frozenset("""

@@ -70,6 +70,12 @@ class AnswerPolicy(BaseModel):
         0.05, description="A follow-up about the previous answer's papers is answered from them unless its best "
         "sentence scores below this. Seed follow-ups: 'What did they compare against?' 0.09, 'How much faster is "
         "it?' 0.21, 'the capital of France according to them?' 0.03: a weak guard.")
+    focus_beyond: float = Field(
+        0.5, description="... and it is unsure when it asks whether they went further and at least this share of "
+        "what it names (its tail's terms, weighted by inverse document frequency: abstain.asked_beyond) is in none "
+        "of them. Chosen with the newcomer's follow-ups of the seventeenth session (\"Has that approach also been "
+        "tested on audio or speech generators?\" 0.79; eval/README.md, \"A follow-up asking beyond its "
+        "papers\") and checked on the read sets' follow-ups.")
     side_depth: int = Field(5, ge=1, description="A comparison side's paper is looked for among this many top hits "
                                                   "(3 held-out comparisons were refused with both papers 1st and 2nd).")
     title_cover: float = Field(0.6, description="Share of a side's content terms its paper's title contains.")

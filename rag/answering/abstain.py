@@ -271,6 +271,34 @@ def form_features(retrieval: Retrieval, top1: set[str]) -> list[float]:
     return [float(yes_no), float(extension), missing / len(terms) if terms else 0.0]
 
 
+def asked_beyond(retrieval: Retrieval) -> float:
+    """For a question asking whether the work went further (a yes/no question or an extension marker, with a tail:
+    "Has that approach also been tested on audio or speech generators?"), the share of the tail's terms, weighted by
+    their inverse document frequency, that none of the retrieved papers contains; 0.0 for any other question.
+
+    A follow-up about the previous answer's papers is answered from them without the gate
+    (`rag.answering.compose`): its question ("What data did they use?") is too vague for it. This is what tells
+    such a follow-up that the papers never say what it asks of them (a newcomer's "Has that approach also been tested
+    on audio?" was answered from an image-watermark abstract that says nothing of audio)."""
+    if not retrieval.hits:
+        return 0.0
+    if zh.has_chinese(retrieval.asked):
+        chinese = zh.form(retrieval.asked)
+        asks, tail = chinese.yes_no or chinese.extension, chinese.tail
+    else:
+        question = retrieval.question
+        found = _TAIL.search(question)
+        asks = (bool(_YES_NO.search(question)) and not _SEARCH.search(question)) or bool(_EXTENSION.search(question))
+        tail = found.group(1) if found else ""
+    terms = set(tokenize([tail])[0]) if asks and tail else set()
+    if not terms:
+        return 0.0
+    papers = set().union(*tokenize([h.paper.search_text for h in retrieval.hits]))
+    n = max(retrieval.corpus_size, 1)
+    weight = {t: math.log((n + 1) / (retrieval.term_df.get(t, 0) + 1)) for t in terms}
+    return sum(w for t, w in weight.items() if t not in papers) / (sum(weight.values()) or 1.0)
+
+
 class GateError(RagError):
     """The gate's data file does not fit this code (another feature list, a missing value)."""
 

@@ -41,8 +41,9 @@ from rag.generation.llm import ChatClient, Completion, LLMError
 from rag.generation.support import Checker
 from rag.answering.compare import side_papers
 from rag.answering.context import reader_sources
-from rag.answering.extractive import (RECORD_TYPES, abstention_text, closest, decide, extractive, passage,
-                                      reader_doubt, unsure_text)
+from rag.answering.abstain import asked_beyond
+from rag.answering.extractive import (BEYOND_DOUBT, RECORD_TYPES, abstention_text, closest, decide, extractive,
+                                      passage, reader_doubt, unsure_text)
 from rag.answering.records import Answer, Delta, Restart, Source
 from rag.answering.wording import language, say
 from rag.text import tokenize
@@ -73,7 +74,9 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     reader = (lambda: _llm_answer(answer, reader_sources(retrieval, answer.sources, settings), llm, templates, checker,
                                   started, standalone, settings.policy.refusal_extra_words)) \
         if llm is not None and not answer.fallback_reason else None
-    doubt = reader_doubt(retrieval, settings) if outcome == "unsure" and reader is not None and not focused else ""
+    # A follow-up is unsure only when it asks beyond its papers (`_coverage`): the same doubt as `reader_doubt`'s
+    doubt = ((BEYOND_DOUBT if focused else reader_doubt(retrieval, settings)) if outcome == "unsure"
+             and reader is not None else "")
     if doubt:  # the abstract decides: a small reader grants what the question supposes (`reader_doubt`)
         reader = None
         answer.notices.append(doubt)
@@ -109,8 +112,10 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
 def _coverage(answer: Answer, retrieval: Retrieval, settings: Settings, focused: bool, chosen: bool,
               already_said: str) -> str:
     """Whether the papers answer the question: "answered", "unsure" or "not_covered" (`decide`). A follow-up about
-    the previous answer's papers is never unsure: the user chose the papers, and its question ("What data did they
-    use?") is too vague for the collection-wide gate, so only a near-zero match is refused. `chosen`: a filter
+    the previous answer's papers is not read by the collection-wide gate: the user chose the papers, and its question
+    ("What data did they use?") is too vague for it, so only a near-zero match is refused; it is unsure when it asks
+    whether they went further and their abstracts lack what it names (`abstain.asked_beyond`: "Has that approach
+    also been tested on audio?"). `chosen`: a filter
     with no topic, or a comparison whose sides were all found, names its papers and is answered."""
     if not focused:
         return "answered" if chosen else decide(retrieval, settings)
@@ -118,6 +123,8 @@ def _coverage(answer: Answer, retrieval: Retrieval, settings: Settings, focused:
     retrieval.sentences = fresh or retrieval.sentences
     covered = answer.answer_type in RECORD_TYPES or (
         bool(retrieval.sentences) and retrieval.sentences[0].score >= settings.policy.focus_floor)
+    if covered and asked_beyond(retrieval) >= settings.policy.focus_beyond:  # "also tested on audio?": never said
+        return "unsure"
     return "answered" if covered else "not_covered"
 
 

@@ -70,10 +70,11 @@ def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
     earlier methods?") is at most "unsure": a paper it names is there, so "not covered" would be false (issue 29:
     "not covered" only when nothing in the list is close), whatever the gate makes of its other words. So is one
     that reaches the not-covered cut only by its form (`abstain.FORM_FEATURES`: without them the probability stays
-    under it): it asks whether a close paper's work went further ("Are there ML weather forecasters tested on
-    typhoon tracks?"), so a paper is close. Over the 1,879 dev questions this moved 4 answerable and 13 near-miss
-    questions from not covered to unsure, and 5 absent topics, at the same outcome cost (568.5 against 567.5;
-    eval/README.md, "The form of a Chinese question")."""
+    under it), even with a weak best sentence (a Chinese question's noisy English terms): it asks whether a close
+    paper's work went further ("Are there ML weather forecasters tested on typhoon tracks?"), so a paper is close.
+    Over the 1,879 dev questions this moved 5 answerable and 24 near-miss questions from not covered to unsure, and
+    10 absent topics (outcome cost 574.5 against 567.5, which prices an unanswerable question unsure at 0.5;
+    eval/README.md, "Not covered only on the evidence")."""
     if not retrieval.hits:
         return "not_covered"
     weak = retrieval.confidence < settings.abstain_threshold and not retrieval.named_match
@@ -81,13 +82,17 @@ def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
         return "not_covered" if weak else "answered"
     unsure_at, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
     p, formless = abstain.probabilities(retrieval)
-    if p >= not_covered_at and not retrieval.named_match and (weak or formless >= not_covered_at):
+    if p >= not_covered_at and not retrieval.named_match and formless >= not_covered_at:
         # not covered, unless only the form takes it there (`reader_doubt`) or the question names the top paper's
         # rare name
         return "not_covered"
     if weak:
         return abstain.LOW_CONFIDENCE
     return "unsure" if p >= unsure_at else "answered"
+
+
+BEYOND_DOUBT = ("The question asks whether a paper did something its abstract may not say: the closest papers are "
+                "quoted, and the LLM was not asked.")
 
 
 def reader_doubt(retrieval: Retrieval, settings: Settings) -> str:
@@ -108,8 +113,7 @@ def reader_doubt(retrieval: Retrieval, settings: Settings) -> str:
     unsure_at, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
     p, formless = abstain.probabilities(retrieval)
     if p >= unsure_at > formless:
-        return ("The question asks whether a paper did something its abstract may not say: the closest papers are "
-                "quoted, and the LLM was not asked.")
+        return BEYOND_DOUBT
     if retrieval.named_match and p >= not_covered_at:
         return ("The papers may not say what the question asks of the paper it names: that paper is quoted, and the "
                 "LLM was not asked.")

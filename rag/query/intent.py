@@ -33,6 +33,8 @@ _PAPERS = r"(?:papers|works|articles|studies|publications)"
 _ABOUT = rf"(?:(?:the|a|that|this)\s+)?(?:{_PAPER}\s+)?(?:(?:about|on|called|titled|named|that|which|proposing)\s+)?"
 
 _TYPE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    # "Who are the authors?" after an answer (a follow-up about its paper): "who are the authors of" alone was read
+    ("authors", re.compile(r"^who\s+(?:are|were|is|was)\s+(?:the|its|their)\s+authors?\b(?:\s+of\b)?\s*", re.I)),
     ("authors", re.compile(
         rf"^(?:who\s+(?:studied|proposed|introduced|developed|presented|showed|built|created|designed|wrote|authored|"
         rf"are\s+the\s+authors\s+of|were\s+the\s+authors\s+of|is\s+the\s+author\s+of|"

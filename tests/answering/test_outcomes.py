@@ -281,6 +281,27 @@ def test_a_chinese_near_miss_is_read_by_its_form_as_an_english_one_is(corpus_eng
     assert terms_only.outcome == "answered" and terms_only.sources[0].paper_id == answer.sources[0].paper_id
 
 
+WATERMARK = ("Is there work on hiding a signal in images made by a generative model so that nobody can tell marked "
+             "from unmarked images without a secret key?")
+
+
+def test_a_follow_up_asking_beyond_its_paper_is_unsure_and_one_it_answers_is_answered(corpus_engine):
+    # A newcomer's follow-up (seventeenth session): "Has that approach also been tested on audio ...?" was "Answered
+    # from the papers" with quotes about image watermarks, read as "yes". The abstract never names audio or speech.
+    first = corpus_engine.ask(WATERMARK)
+    assert first.outcome == "answered"
+    assert first.citations[0].title == "An Undetectable Watermark for Generative Image Models"
+    history = [{"role": "user", "content": WATERMARK},
+               {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids}]
+    beyond = corpus_engine.ask("Has that approach also been tested on audio or speech generators?", history=history)
+    assert beyond.focus == first.cited_ids and beyond.outcome == "unsure" and beyond.answer.startswith(UNSURE)
+    assert beyond.citations[0].title == first.citations[0].title  # its paper still quoted, as the closest
+    within = corpus_engine.ask("Does it work for diffusion models?", history=history)  # its abstract says so
+    assert within.focus == first.cited_ids and within.outcome == "answered"
+    authors = corpus_engine.ask("Who are the authors?", history=history)  # a record, never "not covered"
+    assert authors.outcome == "answered" and authors.answer_type == "authors"
+
+
 def test_a_chinese_question_gets_its_frame_in_chinese_and_its_quotes_as_written(corpus_engine):
     # A newcomer on the Chinese page: "Unsure: none of the papers ..." and "5 papers match (each has ...)" in English
     # around English quotes. The frame follows the question (rag.answering.wording); titles and quotes stay as written.

@@ -17,6 +17,9 @@ def known(name):
     ("Who wrote the paper about Switch Sparse Autoencoders?", "authors", "Switch Sparse Autoencoders", [], None, ""),
     ("Who are the authors of Safety Alignment Should be Made More Than Just a Few Tokens Deep?", "authors",
      "Safety Alignment Should be Made More Than Just a Few Tokens Deep", [], None, ""),
+    # A follow-up's "Who are the authors?" (types_heldout's, read: it was answered "Not covered" as an explanation)
+    ("Who are the authors?", "authors", "Who are the authors?", [], None, ""),
+    ("Who were its authors?", "authors", "Who were its authors?", [], None, ""),
     ("Is the paper on shallow safety alignment an oral?", "decision", "the paper on shallow safety alignment", [],
      None, "Accept (Oral)"),
     ("Was MLE-bench a spotlight at ICLR 2025?", "decision", "MLE-bench", [], None, "Accept (Spotlight)"),

@@ -88,9 +88,11 @@ def test_a_question_about_one_described_work_has_its_form_read_from_its_last_cla
 
 def test_a_search_for_work_is_not_a_yes_no_question_about_a_work():
     for search in ("有没有一种神经网络层，能保证输出的矩阵始终是对称正定的？",  # one clause, a search
-                   "为什么自适应优化器比随机梯度下降好？有没有从光滑性角度给出的理论解释？",  # "is there an explanation"
+                   "有没有受大脑突触启发、利用上下文语义信息的形状记忆网络？",  # opens with "is there"
+                   "为什么自适应优化器比随机梯度下降好？有没有从光滑性角度给出的理论解释？",  # is there an explanation
                    "文本被反复改写后会朝什么方向漂移？有相关研究吗？",  # "is there research on it"
-                   "有没有一个开源预训练框架，把多维并行统一在一起，并在 Llama 系列模型上测过加速效果？"):  # "and tested"
+                   "有没有一个开源预训练框架，把多维并行统一在一起，并在 Llama 系列模型上测过加速效果？"):  # and tested
         form = zh.form(search)
         assert not form.yes_no and not form.extension and form.tail == "", search
+    assert not zh.form("训练数据中哪怕只有很少一部分合成数据，也会导致模型崩溃吗？").extension  # even if ... still
     assert zh.form("Has the method also been applied to autonomous driving?") == zh.Form()  # English: read in English
