@@ -73,9 +73,11 @@ class AnswerPolicy(BaseModel):
     focus_beyond: float = Field(
         0.5, description="... and it is unsure when it asks whether they went further and at least this share of "
         "what it names (its tail's terms, weighted by inverse document frequency: abstain.asked_beyond) is in none "
-        "of them. Chosen with the newcomer's follow-ups of the seventeenth session (\"Has that approach also been "
-        "tested on audio or speech generators?\" 0.79; eval/README.md, \"A follow-up asking beyond its "
-        "papers\") and checked on the read sets' follow-ups.")
+        "of them. Chosen with the newcomer's follow-ups of the seventeenth session at 2,114 papers: \"Has that "
+        "approach also been tested on audio or speech generators?\" 0.75, \"Was it evaluated on video generation "
+        "models?\" 0.73, \"... applied to medical imaging models?\" 0.98; those its abstract answers (\"Does it "
+        "work for diffusion models?\") 0. The read sets' 24 follow-ups: none changed (eval/README.md, \"A "
+        "follow-up asking beyond its papers\").")
     side_depth: int = Field(5, ge=1, description="A comparison side's paper is looked for among this many top hits "
                                                   "(3 held-out comparisons were refused with both papers 1st and 2nd).")
     title_cover: float = Field(0.6, description="Share of a side's content terms its paper's title contains.")

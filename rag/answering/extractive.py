@@ -148,13 +148,14 @@ def closest(sources: list[Source]) -> list[Source]:
 
 def unsure_text(sources: list[Source], lead: dict[int, str] | None = None, lang: str = "en") -> tuple[str, list[int]]:
     """The answer when no paper clearly answers but some are close: the `closest` papers, each cited with the
-    sentence of its abstract nearest the question (a title-only paper by its title), or with its passage in `lead`
-    (source number -> text: the first paper's `passage`). Returns (text, cited)."""
+    sentence of its abstract nearest the question (a title-only paper by its title, saying so), or with its
+    passage in `lead` (source number -> text: the first paper's `passage`). Returns (text, cited)."""
     papers = closest(sources)
     lines = [say("unsure", lang) + say("closest_are", lang)]
     for s in papers:
         text = (lead or {}).get(s.n) or (s.snippet.strip() if s.has_abstract else "")
-        said = f": {text}" if text else ""
+        # a title-only paper says so, as in a list (a newcomer read a bare "“CircuitFusion: …” [2]" as unfinished)
+        said = f": {text}" if text else " " + say("title_only", lang)
         lines.append(f"{BULLET} “{s.title}” [{s.n}]{said}")
     return "\n".join(lines), [s.n for s in papers]
 

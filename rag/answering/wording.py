@@ -69,7 +69,7 @@ PHRASES: dict[str, tuple[str, str]] = {
     "similarity": ("similarity", "相似度"),
 }
 # A decision's kind as a Chinese reader calls it (the decision itself, "Accept (Oral)", is shown as the list has it).
-KINDS_ZH = {"oral": "口头报告（Oral）", "spotlight": "焦点论文（Spotlight）", "poster": "海报（Poster）"}
+KINDS_ZH = {"oral": "口头报告（Oral）", "spotlight": "亮点论文（Spotlight）", "poster": "海报（Poster）"}
 
 
 def language(question: str) -> str:

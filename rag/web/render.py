@@ -16,7 +16,7 @@ from __future__ import annotations
 import html
 import re
 
-from rag.answering.wording import say
+from rag.answering.wording import KINDS_ZH, say
 from rag.generation.cost import money
 from rag.text import BIDI_CONTROLS, first_sentence, link_label, readable, split_sentences, strip_bidi, tokenize
 from rag.web.i18n import words
@@ -309,6 +309,13 @@ def outcome_badge(answer: dict, lang: str = "en") -> str:
     return f'<span class="outcome outcome-{html.escape(str(outcome), quote=True)}">{label}</span>'
 
 
+def decision_name(decision: str, lang: str = "en") -> str:
+    """A decision as the page names it in `lang`: "Accept (Oral)" on an English page, 口头报告（Oral） on a Chinese one
+    (`rag.answering.wording.KINDS_ZH`, the answers' own words); a decision of another kind as recorded."""
+    kind = next((k for k in KINDS_ZH if k in decision.lower()), "")
+    return KINDS_ZH[kind] if lang == "zh" and kind else decision
+
+
 def search_line(answer: dict, lang: str = "en") -> str:
     """What was searched, when it is not the question as typed: the filters the question's words set, the
     previous answer's papers a follow-up was answered from, the words searched. Escaped; its own words in `lang`."""
@@ -316,7 +323,7 @@ def search_line(answer: dict, lang: str = "en") -> str:
     filters = answer.get("filters") or {}
     if "decisions" in filters.get("from_question", []):
         bits.append(words("only_decisions", lang, decisions=words("or", lang).join(
-            inert(d) for d in filters["decisions"]))
+            inert(decision_name(d, lang)) for d in filters["decisions"]))
                     + (words("widened", lang) if "decisions" in filters.get("widened", []) else ""))
     if "author" in filters.get("from_question", []):
         bits.append(words("only_author", lang, author=inert(filters["author"])))

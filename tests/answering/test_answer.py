@@ -473,3 +473,20 @@ def test_how_many_words_beside_the_refusal_phrase_still_refuse_is_the_policys():
     assert DEFAULT_POLICY.refusal_extra_words == Settings.load().policy.refusal_extra_words == 12
     assert is_refusal(polite) and not is_refusal(junk)
     assert is_refusal(junk, extra_words=13) and not is_refusal(polite, extra_words=3)
+
+
+def test_an_unsure_answer_says_a_closest_paper_is_known_by_its_title_only():
+    # A newcomer read an unsure answer's bare bullet "“CircuitFusion: ...” [2]" (a title-only paper) as unfinished.
+    from rag.answering.extractive import unsure_text
+    from rag.answering.records import Source
+
+    def source(n: int, has_abstract: bool) -> Source:
+        return Source(n=n, paper_id=f"p{n}", title=f"Paper {n}", authors=["A"], decision="Accept (Poster)", url="",
+                      text="Its abstract." if has_abstract else "", snippet="Its nearest sentence." if has_abstract
+                      else "", score=1.0, has_abstract=has_abstract)
+
+    notes = {"en": "(title only: the list has no abstract for it)", "zh": "（只有标题：列表中没有它的摘要）"}
+    for lang, note in notes.items():
+        text, cited = unsure_text([source(1, True), source(2, False)], lang=lang)
+        assert cited == [1, 2] and "“Paper 1” [1]: Its nearest sentence." in text
+        assert f"“Paper 2” [2] {note}" in text.splitlines()[-1]

@@ -163,3 +163,8 @@ def test_the_outcome_label_and_headings_follow_the_language_and_paper_text_stays
     assert "检索范围：仅限 Ada &#60;b&#62; 的论文；在上一个回答的 2 篇论文之内" in answer_markdown(filtered, 0, "zh")
     assert "Searched: only papers by Ada &#60;b&#62;; within the previous answer's 2 papers" in answer_markdown(
         filtered, 0)
+    # A decision the question's words set is named in the page's language (a newcomer saw "仅限 Accept (Oral)").
+    orals = {**answer("x [1].", [source(1)], [1]),
+             "filters": {"from_question": ["decisions"], "decisions": ["Accept (Oral)", "Accept (Spotlight)"]}}
+    assert "检索范围：仅限 口头报告（Oral） 或 亮点论文（Spotlight）" in answer_markdown(orals, 0, "zh")
+    assert "Searched: only Accept &#40;Oral&#41; or Accept &#40;Spotlight&#41;" in answer_markdown(orals, 0)
