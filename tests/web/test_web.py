@@ -996,6 +996,11 @@ def test_the_page_speaks_the_browsers_language_and_paper_text_stays_as_written(b
         assert page.get_attribute("#question textarea", "placeholder") == ("就这些论文提问…" if zh
                                                                            else "Ask about the papers…")
         assert "Filters" not in page.inner_text("body") if zh else "Filters" in page.inner_text("body")
+        # The examples are in the browser's language (a newcomer found 4 of 5 English on the Chinese page).
+        examples = ("有多少篇口头报告论文是关于图神经网络的？", "Is there work on making sparse autoencoders")
+        mine, theirs = examples if zh else examples[::-1]
+        page.wait_for_function("([m, o]) => document.body.innerText.includes(m) && !document.body.innerText"
+                               ".includes(o)", arg=[mine, theirs], timeout=30_000)
         oral = "口头报告（Oral）" if zh else "Accept (Oral)"  # the filter's choices speak it too; the value stays
         assert oral in page.inner_text("#decision") and ("Accept (Oral)" in page.inner_text("#decision")) != zh
         page.fill("#question textarea", SAE)
@@ -1016,5 +1021,9 @@ def test_the_page_speaks_the_browsers_language_and_paper_text_stays_as_written(b
         page.click("#clear")
         page.wait_for_function("([t]) => document.querySelector('#sources .src-empty')?.innerText.includes(t)",
                                arg=[PAGE_LABELS[locale]["#sources"]], timeout=30_000)
+        page.get_by_text(mine).click()  # an example of the page's language asks at once, as the English ones do
+        page.wait_for_function("([h, q]) => document.querySelector('#sources h3')?.innerText.includes(h) && "
+                               "document.querySelector('#chat').innerText.includes(q)",
+                               arg=[done[0], mine], timeout=90_000)
     finally:
         context.close()
