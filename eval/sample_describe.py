@@ -29,7 +29,8 @@ describe_final14 is the first set on it: positions 1141-1204 (answerable) and 12
 describe_final15 (fifteenth session) the second: 1221-1284 (answerable) and 1285-1300 (near misses), none skipped;
 describe_final16 (sixteenth session) the third: 1301-1364 (answerable) and 1365-1380 (near misses), none skipped;
 describe_final17 (seventeenth session) the fourth: 1381-1444 (answerable) and 1445-1460 (near misses), none skipped;
-the next set starts at 1461.
+describe_final18 (seventeenth session) the fifth: 1461-1524 (answerable) and 1525-1540 (near misses), none skipped;
+the next set starts at 1541.
 """
 
 from __future__ import annotations
