@@ -389,9 +389,14 @@ def explained(retrieval: Retrieval, settings: Settings, single_paper: bool = Fal
         # only the paper the retrieval ranks first is quoted alone (`explain`: the first paper always quoted)
         one = ranked[0].paper_index
     single_paper = one is not None and any(s.paper_index == one for s in ranked)
+    policy = settings.policy
     if single_paper:
         ranked = [s for s in ranked if s.paper_index == one]
-    policy = settings.policy
+    elif paper is None and not follow_up and top is not None:
+        # several papers: only those the retrieval ranks near the first (`AnswerPolicy.paper_share`), as an unsure
+        # answer's closest papers; a sentence alone, from a paper far down, pads the answer
+        bar = policy.paper_share * retrieval.hits[top].score
+        ranked = [s for s in ranked if retrieval.hits[s.paper_index].score >= bar] or ranked
     per_paper_limit = policy.one_paper_sentences if single_paper else policy.max_per_paper
     floor = (policy.one_paper_floor if single_paper else policy.relative_floor) * ranked[0].score
     chosen: list[ScoredSentence] = []

@@ -318,3 +318,17 @@ def test_a_chinese_question_gets_its_frame_in_chinese_and_its_quotes_as_written(
     assert re.match(r"\d+ papers match \(each has a sentence scoring", english.answer)  # English stays English
     absent = corpus_engine.ask("有没有研究抢红包策略的论文？")
     assert absent.outcome == "not_covered" and absent.answer.startswith("未涵盖：这个论文集似乎没有涉及这个问题。")
+
+
+def test_an_explanation_quotes_only_papers_ranked_near_the_first(corpus_engine):
+    # A newcomer's "Is there work on ...?" about Neural Phylogeny also quoted two papers on other subjects, each
+    # retrieved at about half its score (`AnswerPolicy.paper_share`: 0.6, as an unsure answer's closest papers).
+    answer = corpus_engine.ask("Is there work on telling which network was fine-tuned from which, from the weights "
+                               "alone?")
+    assert answer.outcome == "answered" and answer.citations[0].title.startswith("Neural Phylogeny")
+    top = answer.sources[0].score
+    cited = {c.n for c in answer.citations}
+    assert all(s.score >= 0.6 * top for s in answer.sources if s.n in cited)
+    assert any(s.score < 0.6 * top for s in answer.sources)  # there were papers to leave out
+    several = corpus_engine.ask("Which papers use diffusion models for image restoration?")  # a list keeps its own bar
+    assert several.answer_type == "list" and len(several.citations) >= 3
