@@ -41,13 +41,15 @@ QUESTIONS = ROOT / "eval" / "questions"
 # and describe_final15 (the second, written and run in the fifteenth session; its aggregate figures read), and
 # describe_final16 (the third, written and run in the sixteenth session; its aggregate figures read), and
 # describe_final17 (the fourth, written and run in the seventeenth session; its aggregate figures and its answered
-# unanswerable questions read).
-# No description set is held out now: a new one takes the second order's next papers, from position 1461
+# unanswerable questions read), and describe_final18 (the fifth, written and run once at the end of the seventeenth
+# session; the same read).
+# No description set is held out now: a new one takes the second order's next papers, from position 1541
 # (eval/README.md).
 READ_SETS = ["describe_heldout", "describe_final", "describe_final2", "describe_final3", "describe_final4",
              "describe_final5", "describe_final6", "describe_final7", "describe_final8", "describe_final9",
              "describe_final10", "describe_final11", "describe_final12", "describe_final13", "describe_final14",
-             "describe_final15", "describe_final16", "describe_final17"]
+             "describe_final15", "describe_final16", "describe_final17",
+             "describe_final18"]
 DEV_SETS = ["describe_dev", "corpus_dev", "zh_dev", "types_dev", "corpus_none", "corpus_none_v2", "corpus_none_v3",
             "corpus_figures", *READ_SETS]
 

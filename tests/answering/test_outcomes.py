@@ -45,7 +45,7 @@ def test_the_cut_points_are_data_with_the_sets_that_chose_them():
     chosen = re.findall(r"[a-z]+_[a-z0-9_]+", cuts["chosen_on"].split("(")[0])
     assert "describe_dev" in chosen and "describe_final4" in chosen
     assert not any(held_out(name) for name in chosen)
-    assert held_out("describe_final18") and not held_out("describe_final17") and not held_out("describe_final8")
+    assert held_out("describe_final19") and not held_out("describe_final18") and not held_out("describe_final8")
     assert held_out("zh_heldout") and not held_out("describe_final4")
     assert set(cuts["figure"]) >= {"answerable", "unanswerable"}
     assert abstain.cut_points(1.01) == (1.01, 1.01)  # RAG_ABSTAIN_MODEL_THRESHOLD=1.01 still turns the gate off
