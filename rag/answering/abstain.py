@@ -255,20 +255,24 @@ def features(retrieval: Retrieval) -> np.ndarray:
 def form_features(retrieval: Retrieval, top1: set[str]) -> list[float]:
     """FORM_FEATURES of a question: (yes/no, extension marker, share of the tail's terms that the top paper
     (`top1`, its stemmed terms) lacks and some paper has). All 0 without hits."""
-    question = retrieval.question
     if not retrieval.hits:
         return [0.0, 0.0, 0.0]
-    if zh.has_chinese(retrieval.asked):  # searched by its English terms: the form is read from the Chinese
-        chinese = zh.form(retrieval.asked)
-        yes_no, extension = chinese.yes_no, chinese.extension
-        terms = tokenize([chinese.tail])[0] if chinese.tail else []
-    else:
-        yes_no = bool(_YES_NO.search(question)) and not _SEARCH.search(question)
-        extension = bool(_EXTENSION.search(question))
-        tail = _TAIL.search(question)
-        terms = tokenize([tail.group(1)])[0] if tail else []
+    yes_no, extension, tail = question_form(retrieval)
+    terms = tokenize([tail])[0] if tail else []
     missing = sum(1 for t in terms if t not in top1 and retrieval.term_df.get(t, 0) > 0)
     return [float(yes_no), float(extension), missing / len(terms) if terms else 0.0]
+
+
+def question_form(retrieval: Retrieval) -> tuple[bool, bool, str]:
+    """(a yes/no question about a work, an extension marker, the tail: what it asks beyond the work), read from the
+    question's words; a Chinese question, searched by its English terms, from the Chinese (`zh.form`)."""
+    if zh.has_chinese(retrieval.asked):
+        chinese = zh.form(retrieval.asked)
+        return chinese.yes_no, chinese.extension, chinese.tail
+    question = retrieval.question
+    tail = _TAIL.search(question)
+    return (bool(_YES_NO.search(question)) and not _SEARCH.search(question), bool(_EXTENSION.search(question)),
+            tail.group(1) if tail else "")
 
 
 def asked_beyond(retrieval: Retrieval) -> float:
@@ -282,15 +286,8 @@ def asked_beyond(retrieval: Retrieval) -> float:
     on audio?" was answered from an image-watermark abstract that says nothing of audio)."""
     if not retrieval.hits:
         return 0.0
-    if zh.has_chinese(retrieval.asked):
-        chinese = zh.form(retrieval.asked)
-        asks, tail = chinese.yes_no or chinese.extension, chinese.tail
-    else:
-        question = retrieval.question
-        found = _TAIL.search(question)
-        asks = (bool(_YES_NO.search(question)) and not _SEARCH.search(question)) or bool(_EXTENSION.search(question))
-        tail = found.group(1) if found else ""
-    terms = set(tokenize([tail])[0]) if asks and tail else set()
+    yes_no, extension, tail = question_form(retrieval)
+    terms = set(tokenize([tail])[0]) if (yes_no or extension) and tail else set()
     if not terms:
         return 0.0
     papers = set().union(*tokenize([h.paper.search_text for h in retrieval.hits]))
