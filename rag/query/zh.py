@@ -283,6 +283,7 @@ class Form:
     tail: str = ""
 
 
+@lru_cache(maxsize=256)  # the gate reads one question's form several times (decide, reader_doubt, the rewrite check)
 def form(question: str) -> Form:
     """The `Form` of a Chinese question (the last clause's yes/no, extension and terms); `Form()` for one without
     Chinese, whose form the gate reads from its English words. As in English (`_SEARCH` there), a question that

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rag.answering.wording import KINDS_ZH  # the decisions' Chinese names, as the answers give them
+
 LANGUAGES = ("en", "zh")
 
 # Words of the page's components, translated in the browser (keys given to components as PAGE("key")).
@@ -35,9 +37,7 @@ PAGE_WORDS: dict[str, tuple[str, str]] = {
     "filters": ("Filters", "筛选"),
     "decision": ("Decision (none = all)", "录用类型（不选 = 全部）"),
     # the decision filter's choices (their values stay the records' "Accept (Oral)" ...)
-    "Accept (Oral)": ("Accept (Oral)", "口头报告（Oral）"),
-    "Accept (Spotlight)": ("Accept (Spotlight)", "亮点论文（Spotlight）"),
-    "Accept (Poster)": ("Accept (Poster)", "海报（Poster）"),
+    **{f"Accept ({kind.title()})": (f"Accept ({kind.title()})", name) for kind, name in KINDS_ZH.items()},
     "author": ("Author name contains", "作者姓名包含"),
     "k": ("Papers to retrieve", "检索的论文数"),
     "map": ("Map of the collection", "论文集地图"),
