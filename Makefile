@@ -32,7 +32,7 @@ LLM_EVAL_SETS ?= $(addprefix eval/questions/,describe_dev.jsonl zh_dev.jsonl des
 LLM_EVAL_LIMIT ?= 20
 
 .DEFAULT_GOAL := help
-.PHONY: help install run ingest data docs test test-fast lint soak system-deps bench eval model clean llm-deps llm-server eval-llm
+.PHONY: help install run ingest data docs test test-llm test-fast lint soak system-deps bench eval model clean llm-deps llm-server eval-llm
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -66,8 +66,14 @@ data: $(STAMP) $(MPNET) ## Re-embed the bundled list into rag/data/iclr2025_vect
 # Most tests wait on subprocesses, servers and the browser as much as on the CPU: two workers (pytest-xdist), each
 # taking whole files so a module's app, browser and stores are built once.
 TEST_WORKERS ?= 2
-test: $(STAMP) $(MPNET) system-deps lint llm-deps ## Install what the tests need (chromium, strace too), lint, then run every test (TEST_WORKERS=2)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+test: $(STAMP) $(MPNET) system-deps lint ## Install what the tests need (chromium, strace too), lint, then run every test but the real-LLM ones (TEST_WORKERS=2)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not llm"
+
+# The real-LLM tests apart: their server is llama.cpp compiled from PyPI's sdist (about 22 min on 2 cores the first
+# time, a cached wheel after), which would double a contributor's first `make test`. .ci/run runs both, the build
+# in the background while `make test` runs.
+test-llm: $(STAMP) $(MPNET) llm-deps ## Build the llama.cpp server once (llm-deps), then run the tests against a real SmolLM2-135M
+	$(BIN)/python -m pytest -q -m llm
 
 test-fast: $(STAMP) $(MPNET) ## The edit loop: tests without a browser, a Chroma server or long runs (no apt-get)
 	$(BIN)/python -m pytest -q -m "not browser and not server and not slow and not llm"

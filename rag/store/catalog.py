@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import re
 import unicodedata
 from dataclasses import replace
 from pathlib import Path
@@ -30,11 +31,14 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "data"
 WITH_ABSTRACTS = DATA_DIR / "iclr2025.jsonl"
 BUNDLED = [WITH_ABSTRACTS, DATA_DIR / "iclr2025_no_abstract.jsonl"]
 ENRICHED_FROM = "ICLR 2025 list (rag/data/iclr2025.jsonl)"
+_NOT_ALNUM = re.compile(r"[\W_]+")
 
 
 def abstract_key(text: str) -> str:
     """What two copies of one abstract share: a hash of its letters and digits, NFKC-normalized and case-folded."""
-    kept = "".join(c for c in unicodedata.normalize("NFKC", text).casefold() if c.isalnum())
+    # `[\W_]` is exactly "not str.isalnum()" (re's \w is isalnum plus the underscore), at C speed: a per-character
+    # generator took ~1 s of a first ingest's CPU on the 2,114 bundled abstracts.
+    kept = _NOT_ALNUM.sub("", unicodedata.normalize("NFKC", text).casefold())
     return hashlib.sha256(kept.encode("utf-8")).hexdigest()
 
 

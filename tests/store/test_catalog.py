@@ -88,3 +88,18 @@ def test_a_seed_file_and_the_bundled_record_of_one_paper_are_one_paper_in_the_st
     sae = next(p for p in engine.index.all_papers() if p.paper_id == "k2ZVAzVeMP")
     assert sae.title == "Efficient Dictionary Learning with Switch Sparse Autoencoders"
     assert sae.enriched_from == ""  # shown from the list's own record now, which needed no naming
+
+
+def test_the_abstract_key_keeps_exactly_the_letters_and_digits_str_isalnum_keeps():
+    """The key's pattern is the documented rule (NFKC, case folding, str.isalnum) on every bundled abstract and on
+    characters where a regex class and isalnum could part: the underscore, combining marks, CJK, superscripts."""
+    import hashlib
+    import unicodedata
+
+    def by_rule(text: str) -> str:
+        kept = "".join(c for c in unicodedata.normalize("NFKC", text).casefold() if c.isalnum())
+        return hashlib.sha256(kept.encode("utf-8")).hexdigest()
+
+    tricky = ["snake_case x", "e\u0301t\u00e9", "扩散模型 2025", "x\u00b2 \u2460", "\u0663\u0664 \u0915\u093f", "a\u200bb"]
+    texts = tricky + [p.abstract for p in read_paths([WITH_ABSTRACTS]).papers]
+    assert [abstract_key(t) for t in texts] == [by_rule(t) for t in texts]
