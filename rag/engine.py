@@ -11,6 +11,7 @@ and render what this yields.
 
 from __future__ import annotations
 
+import contextlib
 import html
 import logging
 import re
@@ -314,6 +315,7 @@ class Indexing:
 
     running: bool = False
     total: int = 0  # papers the index will hold when done
+    adding: int = 0  # papers of uploads ("Add papers", `Engine.ingest(upload=True)`) being stored right now
     summary: str = ""  # the finished ingest's summary line, or why it failed
     failed: bool = False
     seconds: float = 0.0  # how long it took, once done
@@ -480,7 +482,7 @@ class Engine:
                     last = time.monotonic()
 
             index = self.index  # opened first: a store another process serves is refused with that message
-            with lock.writing(self.settings):  # ... and one another process is writing to, with this one
+            with lock.writing(self.settings), self._adding(len(read.papers) if upload else 0):
                 stats = index.upsert(read.papers, files=read.files, progress=step)
                 if (stats.added or stats.updated) and (vectors := self._mpnet()) is not None:
                     # The papers no shipped file holds get their mpnet vector now, as part of the ingest (about
@@ -493,6 +495,17 @@ class Engine:
                     self._mark_changed(index)  # other processes on the same Chroma server refresh
                 self._refresh()
                 return stats
+
+    @contextlib.contextmanager
+    def _adding(self, papers: int) -> Iterator[None]:
+        """Count an upload's papers in `indexing.adding` while they are stored, so that a question asked meanwhile
+        says it searched without them (`stream`). The write lock above is the one another process is writing
+        with, so one ingest waits for the other."""
+        self.indexing.adding += papers
+        try:
+            yield
+        finally:
+            self.indexing.adding -= papers
 
     def _keep_others_papers(self, read: Any, paths: Sequence[str | Path]) -> None:
         """Drop from an upload's `read` every paper that would change a stored paper held by a file that is not
@@ -650,6 +663,11 @@ class Engine:
             partial = len(notices)
             notices.append(f"Searched the {len(retriever.state.papers):,} papers indexed so far; indexing of "
                            f"{self.indexing.total:,} is still under way.")
+        elif adding := self.indexing.adding:
+            partial = len(notices)
+            notices.append(f"{adding:,} added {'paper is' if adding == 1 else 'papers are'} still being stored; "
+                           f"this searched the {len(retriever.state.papers):,} already in. Ask again when "
+                           "Add papers says they are in.")
         answer = Answer(question=question, answer="", mode="extractive", abstained=True, citations=[],
                         sources=sources_from(retrieval), confidence=round(retrieval.confidence, 4),
                         retrieval_query=search if search != question else "", notices=notices,

@@ -475,3 +475,37 @@ def test_closing_an_engine_releases_its_stores_files_and_a_later_use_reopens_the
     with Engine(Settings.load(data_dir=tmp_path / "index")) as again:
         assert again.index.count() == 38
     assert _open_files(tmp_path) == []
+
+
+def test_a_question_asked_while_an_upload_is_stored_says_its_papers_are_not_in_yet(tmp_path):
+    """A question asked while "Add papers" is still storing an upload was answered "Not covered" with no word of
+    the papers on their way (issue 53); it now says how many are still being stored and to ask again. After the
+    upload, the same question finds the new paper and the notice is gone."""
+    import threading
+
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()]
+    bundled = tmp_path / "bundled.jsonl"
+    bundled.write_text("\n".join(json.dumps(r) for r in records[:4]) + "\n")
+    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    engine.ingest([bundled])
+    upload = _upload(tmp_path / "gradio", "mine.jsonl", records[4:6])
+    midway, go_on = threading.Event(), threading.Event()
+
+    def progress(done: int, todo: int) -> None:
+        midway.set()
+        assert go_on.wait(60)
+
+    worker = threading.Thread(target=engine.ingest, args=([upload],), kwargs={"upload": True, "progress": progress})
+    worker.start()
+    try:
+        assert midway.wait(120)
+        asked = engine.ask(records[4]["title"])
+    finally:
+        go_on.set()
+        worker.join(120)
+    assert any(n.startswith("2 added papers are still being stored; this searched the 4 already in.")
+               for n in asked.notices), asked.notices
+    after = engine.ask(records[4]["title"])
+    assert not any("still being stored" in n for n in after.notices)
+    assert after.citations and after.sources[0].paper_id == records[4]["id"]
+    assert engine.indexing.adding == 0
