@@ -100,6 +100,7 @@ def test_the_abstract_key_keeps_exactly_the_letters_and_digits_str_isalnum_keeps
         kept = "".join(c for c in unicodedata.normalize("NFKC", text).casefold() if c.isalnum())
         return hashlib.sha256(kept.encode("utf-8")).hexdigest()
 
-    tricky = ["snake_case x", "e\u0301t\u00e9", "扩散模型 2025", "x\u00b2 \u2460", "\u0663\u0664 \u0915\u093f", "a\u200bb"]
+    tricky = ["snake_case x", "e\u0301t\u00e9", "扩散模型 2025", "x\u00b2 \u2460", "\u0663\u0664 \u0915\u093f",
+              "a\u200bb"]
     texts = tricky + [p.abstract for p in read_paths([WITH_ABSTRACTS]).papers]
     assert [abstract_key(t) for t in texts] == [by_rule(t) for t in texts]
