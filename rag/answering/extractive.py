@@ -354,9 +354,9 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
     restate what the first answer said.
 
     The paper the retrieval ranks first is always quoted, and first: a sentence of a lower paper can outscore all of
-    its sentences (by LEAD, even), and was quoted alone. Read sets at 2,114 papers (2,261 questions, sixteenth
+    its sentences (by LEAD, even), and would be quoted alone. Read sets at 2,114 papers (2,261 questions, sixteenth
     session): the gold paper cited on 34 more questions, none fewer; facts 0.751 -> 0.761 (26 up, 8 down: a lower
-    gold paper that led is now quoted second, with two sentences instead of its passage); hit@1 unchanged."""
+    gold paper that led is quoted second, with two sentences instead of its passage); hit@1 unchanged."""
     chosen = explained(retrieval, settings, single_paper, follow_up, asks=asks)
     paragraphs = []
     for paper_index in dict.fromkeys(s.paper_index for s in chosen):
