@@ -78,14 +78,14 @@ test-llm: $(STAMP) $(MPNET) llm-deps ## Build the llama.cpp server once (llm-dep
 test-fast: $(STAMP) $(MPNET) ## The edit loop: tests without a browser, a Chroma server or long runs (no apt-get)
 	$(BIN)/python -m pytest -q -m "not browser and not server and not slow and not llm"
 
-lint: $(STAMP) ## ruff, mypy over rag/, the describe sets' wording rule, README's generated blocks current (cog)
+lint: $(STAMP) ## ruff, mypy over rag/, the describe sets' wording rule, the docs' generated blocks current (cog)
 	$(BIN)/ruff check rag tests eval bench tools
 	$(BIN)/mypy
 	$(BIN)/python eval/check_describe.py
-	@$(BIN)/cog -I tools --check README.md || { echo "README.md is stale: run make docs" >&2; exit 1; }
+	@$(BIN)/cog -I tools --check README.md docs/*.md || { echo "README.md or docs/ is stale: run make docs" >&2; exit 1; }
 
-docs: $(STAMP) ## Regenerate README's command list, make help and settings tables from the code (cog)
-	$(BIN)/cog -I tools -r README.md
+docs: $(STAMP) ## Regenerate the command list, make help and settings tables in README.md and docs/ from the code (cog)
+	$(BIN)/cog -I tools -r README.md docs/*.md
 
 soak: $(STAMP) $(MPNET) system-deps ## Long reliability runs: 1,000+ fuzzed inputs, 10 kill -9 trials, 60 s of 20-session load
 	$(BIN)/python -m pytest tests/reliability --soak -s -q
@@ -115,7 +115,7 @@ model: $(STAMP) $(MPNET) ## Refit the learned abstention gate (rag/answering/abs
 		--rows .rag-eval/gate/oof.json
 	$(BIN)/python eval/tune_outcomes.py --from-rows .rag-eval/gate/oof.json
 
-# The first build compiles llama.cpp (measured: see README "A local LLM"); later installs take the cached wheel.
+# The first build compiles llama.cpp (see docs/llm.md, "A local LLM from PyPI"); later installs take the cached wheel.
 $(LLM_STAMP): tools/llm_server.py
 	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
 	$(LLM_PIP) install 'llama-cpp-python[server]==0.3.36'

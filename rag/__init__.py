@@ -8,7 +8,7 @@ The data flows one way through wings (sub-packages), and imports run the same wa
 
 under a floor every wing shares: `rag.errors`, `rag.config` (`Settings`), `rag.text`.
 `rag.engine.Engine` ties them together behind one call: ``Engine(settings).ask(question)``. The library's stable
-names are importable from here (``from rag import Engine, Settings``; README "Python API"); they load on first use,
+names are importable from here (``from rag import Engine, Settings``; docs/api.md); they load on first use,
 so `import rag` (every CLI command, `--help` included) stays fast.
 
 Importing this package first switches off every phone-home of the libraries underneath (onnxruntime's

@@ -41,7 +41,7 @@ def json_line(value: Any, **kwargs: Any) -> str:
 
 def setting_help(name: str, help: str) -> str:
     """A setting flag's help: `help`, then the setting's default (read from `Settings`, so it cannot drift) and its
-    environment variable. README's settings table finds the flags of a setting by this `[env VAR]` ending."""
+    environment variable. docs/configuration.md's settings table finds a setting's flags by this `[env VAR]` ending."""
     default = Settings.model_fields[name].default
     shown = "" if default is None else f"default {str(default).lower() if isinstance(default, bool) else default}; "
     return f"{help} [{shown}env {ENV_VARS[name]}]"

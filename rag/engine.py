@@ -199,7 +199,8 @@ def check_history(history: Any) -> list[dict[str, Any]]:
 
 
 # A follow-up is a short question; a paste this long (an abstract, a page of notes) says "it" and "they" of
-# itself. A newcomer's 20,000-character paste after another question was answered from that answer's papers.
+# itself: read as a follow-up, a 20,000-character paste after another question would be answered from that
+# answer's papers.
 FOLLOW_UP_CHARS = 400
 
 
@@ -227,8 +228,8 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
     (history written by hand, or by another client) cites the `papers` whose whole title (three words or more)
     its text names (or the name before a title's colon, "CatVTON"), in the order it names them: every extractive
     answer names its papers' titles. "Which of them ...?" or "the third one" after an answer about one paper
-    ("Who wrote the second one?") means the papers of the last answer that cited several: a newcomer's "Which of them
-    is an oral?" there was answered for the second paper alone."""
+    ("Who wrote the second one?") means the papers of the last answer that cited several: read from the last
+    answer alone, "Which of them is an oral?" there would be answered for the second paper alone."""
     ordinal = _ORDINAL.search(question)
     if not history or not _leans_on_history(question) or not (ordinal or _ANAPHORA.search(question)):
         return []
@@ -239,7 +240,7 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
         ids = next((c for c in (_turn_papers(t, papers, names) for t in answers[1:]) if len(c) > 1), ids)
     # A question that names a paper (`named`: by its coined title name, `rag.search.retrieve.named_papers`; or by
     # its whole title) is about that one: "Why does Drama use Mamba for its world model?" after an answer on another
-    # paper searches for Drama (a newcomer's was answered "not covered" from the previous answer's paper).
+    # paper searches for Drama (answered from the previous answer's paper, it was "not covered").
     named = list(dict.fromkeys([*named, *(_papers_named(question, papers, names) if papers else [])]))
     if named:
         return [pid for pid in named if pid in ids][:MAX_FOCUS]

@@ -206,7 +206,7 @@ def test_ask_json_lists_a_title_only_paper_with_no_text(tmp_path):
     assert f"[{jacobi['n']}]." not in answer["answer"]
 
 
-def test_help_lists_every_command_and_the_readme_every_setting():
+def test_help_lists_every_command_and_the_docs_every_setting():
     from rag.cli import main as cli_main
     from rag.config import ENV_VARS
 
@@ -218,8 +218,8 @@ def test_help_lists_every_command_and_the_readme_every_setting():
     ask_help = rag("ask", "--help", check=True).stdout
     for flag in ("--json", "--k", "--decision", "--history", "--batch", "--data-dir", "RAG_DATA_DIR"):
         assert flag in ask_help
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert not [var for var in ENV_VARS.values() if f"`{var}`" not in readme]
+    configuration = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert not [var for var in ENV_VARS.values() if f"`{var}`" not in configuration]
 
 
 def test_serve_answers_over_http_and_connects_nowhere_else(cli_index, tmp_path):

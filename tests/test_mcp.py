@@ -1,8 +1,8 @@
 """`rag mcp` as an assistant meets it: the official MCP SDK's own client starts the real command as a subprocess,
 over stdio and over streamable HTTP, against a real Chroma store (the seeds plus one hostile record) in a temp
 dir, lists the tools and calls each one; then the errors (bad arguments, unknown papers, a `rag serve` started
-meanwhile), hostile paper text, a Chroma server, and the README's client configuration and Python example as
-written."""
+meanwhile), hostile paper text, a Chroma server, and the client configuration and Python examples of README.md
+and docs/api.md as written."""
 
 from __future__ import annotations
 
@@ -324,7 +324,7 @@ def test_a_rag_serve_started_while_it_runs_is_refused_on_every_call(live, index)
 
 
 def test_ask_is_written_by_the_llm_that_the_client_env_names(index, tmp_path):
-    """The README's env for an LLM (RAG_LLM_MODEL, OPENAI_BASE_URL) reaches the engine: the answer is the model's,
+    """The documented env for an LLM (RAG_LLM_MODEL, OPENAI_BASE_URL) reaches the engine: the answer is the model's,
     its citations checked, and the key never comes back."""
     from fake_openai import FakeOpenAI
 
@@ -400,16 +400,17 @@ def test_rag_mcp_reads_a_chroma_server_which_needs_no_lock(chroma_server, tmp_pa
             held.close()
 
 
-def readme_section(title: str) -> str:
-    text = (ROOT / "README.md").read_text()
+def doc_section(page: str, title: str) -> str:
+    """The `## title` section of the Markdown page `page` (README.md, docs/api.md)."""
+    text = (ROOT / page).read_text()
     start = text.index(f"\n## {title}\n")
     end = text.find("\n## ", start + 1)
     return text[start:end if end > 0 else None]
 
 
-def test_the_readme_client_configuration_starts_as_written(tmp_path):
+def test_the_documented_client_configuration_starts_as_written(tmp_path):
     """The JSON a user pastes into their MCP client, with the clone's path and a data dir of their own."""
-    block = re.search(r"```json\n(\{\s*\"mcpServers\".*?)```", readme_section("MCP server"), re.DOTALL)
+    block = re.search(r"```json\n(\{\s*\"mcpServers\".*?)```", doc_section("docs/api.md", "MCP server"), re.DOTALL)
     config = json.loads(block.group(1))
     (entry,) = config["mcpServers"].values()
     command = entry["command"].replace("/path/to/clone", str(ROOT))
@@ -432,18 +433,21 @@ def test_the_readme_client_configuration_starts_as_written(tmp_path):
     assert not (tmp_path / "fresh").exists()  # it creates nothing in a data dir it was only pointed at
 
 
-def test_the_readme_python_example_runs_as_written(tmp_path):
-    block = re.search(r"```python\n(.*?)```", readme_section("Python API"), re.DOTALL).group(1)
+def test_the_python_examples_run_as_written(tmp_path):
+    """The short example of README.md and the full one of docs/api.md, each in a fresh process, over the seeds."""
     Engine(Settings(data_dir=tmp_path / ".rag")).ingest([SEEDS])
-    result = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                            env={k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "OPENAI_"))})
-    assert result.returncode == 0, result.stderr
-    assert SAE_TITLE in result.stdout and "[1]" in result.stdout
-    fields = re.search(r"`Answer` fields: (.*?)\n\n", readme_section("Python API"), re.DOTALL).group(1)
+    for page in ("README.md", "docs/api.md"):
+        block = re.search(r"```python\n(.*?)```", doc_section(page, "Python API"), re.DOTALL).group(1)
+        result = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True, text=True,
+                                timeout=300,
+                                env={k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "OPENAI_"))})
+        assert result.returncode == 0, (page, result.stderr)
+        assert SAE_TITLE in result.stdout and "[1]" in result.stdout, page
+    fields = re.search(r"`Answer` fields: (.*?)\n\n", doc_section("docs/api.md", "Python API"), re.DOTALL).group(1)
     from rag import Answer
 
     listed = re.findall(r"`(\w+)`", fields)
-    assert set(listed) == set(Answer.__dataclass_fields__), "the README lists every Answer field once"
+    assert set(listed) == set(Answer.__dataclass_fields__), "docs/api.md lists every Answer field once"
     assert len(listed) == len(set(listed))
 
 
@@ -470,4 +474,4 @@ def test_rag_mcp_help_is_its_manual():
                                                     "using it).\n")
     bad = subprocess.run(rag + ["mcp", "--http", "--port", "0"], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert bad.returncode == 1 and "--port (rag mcp --http) / RAG_MCP_PORT: Input should be greater" in bad.stderr
-    assert shutil.which("rag", path=str(Path(sys.executable).parent))  # the command the README's snippet names
+    assert shutil.which("rag", path=str(Path(sys.executable).parent))  # the command the documented configuration names

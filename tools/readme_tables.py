@@ -1,10 +1,11 @@
-"""README's generated blocks: the command list (`rag --help`, `make help`) and the settings tables (`Settings`).
+"""The docs' generated blocks: the command list (`rag --help`, `make help`) and the settings tables (`Settings`).
 
-README.md calls these between cog markers (`[[[cog ... ]]]` ... `[[[end]]]`); `make docs` rewrites the blocks,
-`make lint` runs `cog --check` so a README that no longer matches the code fails (issue 27: the hand-written table
-had drifted: a gate threshold of 0.79 against 0.8152 in the code, RAG_EMBED_BATCH_SIZE missing). Everything here
-is read from the code: the click commands and their options, the Makefile's `## ` comments, the pydantic fields
-and their descriptions, so a change there changes the README, never the other way round.
+docs/cli.md (commands), docs/development.md (`make help`) and docs/configuration.md (settings) call these between
+cog markers (`[[[cog ... ]]]` ... `[[[end]]]`); `make docs` rewrites the blocks of README.md and docs/*.md, `make
+lint` runs `cog --check` over them so a page that no longer matches the code fails (a hand-written table drifts: a
+gate threshold of 0.79 against 0.8152 in the code, RAG_EMBED_BATCH_SIZE missing). Everything here is read from the
+code: the click commands and their options, the Makefile's `## ` comments, the pydantic fields and their
+descriptions, so a change there changes the docs, never the other way round.
 """
 
 from __future__ import annotations

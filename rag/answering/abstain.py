@@ -7,7 +7,7 @@ together. The file is written by `python eval/train_abstain.py` (`make model`, s
 which fits them on questions GENERATED from the papers (answerable ones from titles and abstract sentences;
 unanswerable ones about topics whose key terms occur in no abstract, and about specific figures an abstract does
 not give) and, since issue 29, on the DEV question sets (eval/tune_outcomes.py's DEV_SETS, researchers' wording
-among them, and since the seventh session the description sets read after their held-out run,
+among them, and the description sets read after their held-out run,
 tune_outcomes.READ_SETS), each dev question weighted 10
 (eval/gate_cv.py SHIPPED_DEV_WEIGHT) beside a generated one: the generated questions reuse the abstracts' words,
 researchers describe work in other words. Never on a held-out set. numpy only at run time.
@@ -282,7 +282,7 @@ def asked_beyond(retrieval: Retrieval) -> float:
 
     A follow-up about the previous answer's papers is answered from them without the gate
     (`rag.answering.compose`): its question ("What data did they use?") is too vague for it. This is what tells
-    such a follow-up that the papers never say what it asks of them (a newcomer's "Has that approach also been tested
+    such a follow-up that the papers never say what it asks of them (without it, "Has that approach also been tested
     on audio?" was answered from an image-watermark abstract that says nothing of audio)."""
     if not retrieval.hits:
         return 0.0

@@ -17,7 +17,7 @@ state-of-the-art solution" does not join on the strength of the name alone).
 Measured (answer facts; characters): on types_dev2's 40 explain questions (written for this, 2026-12-01) 0.487
 before, 0.700 with the passage (604 -> 629), 0.713 with the joining sentence (661); seeds_dev's 76 single-paper
 questions 0.855 -> 0.901; corpus_heldout_v2's 11 figure questions 0.455 -> 0.273 with the passage alone, 0.636
-with the joining sentence, 0.909 when it is the best sentence with a number (a newcomer's "How many training
+with the joining sentence, 0.909 when it is the best sentence with a number ("How many training
 samples was CatVTON trained on?" lost its "73K samples" to the passage alone; an attacker's pass then found "How
 many parameters does Time-MoE scale to?" without its "2.4 billion"). Did worse on types_dev2: the best-scoring
 3-sentence window (0.59-0.63), the contribution plus the best two others (0.55-0.65), swapping in the best

@@ -154,7 +154,7 @@ def unsure_text(sources: list[Source], lead: dict[int, str] | None = None, lang:
     lines = [say("unsure", lang) + say("closest_are", lang)]
     for s in papers:
         text = (lead or {}).get(s.n) or (s.snippet.strip() if s.has_abstract else "")
-        # a title-only paper says so, as in a list (a newcomer read a bare "“CircuitFusion: …” [2]" as unfinished)
+        # a title-only paper says so, as in a list (a bare "“CircuitFusion: …” [2]" reads as unfinished)
         said = f": {text}" if text else " " + say("title_only", lang)
         lines.append(f"{BULLET} “{s.title}” [{s.n}]{said}")
     return "\n".join(lines), [s.n for s in papers]
@@ -250,7 +250,7 @@ def record_answer(answer_type: str, source: Source, asked_decision: str = "", la
 
 def which_decision(about: list[Source], asked_decision: str, lang: str = "en") -> tuple[str, list[int]]:
     """ "Which of them is an oral?" over several papers: those that are, each with its decision, or "none of them"
-    and what each one is. Five "No: ... not as an oral." lines answered a newcomer's "which" question without
+    and what each one is. Five "No: ... not as an oral." lines would answer a "which" question without
     saying which (none)."""
     asked = _decision_kind(asked_decision)
     matching = [s for s in about if _decision_kind(s.decision) == asked]
@@ -354,9 +354,9 @@ def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, sin
     restate what the first answer said.
 
     The paper the retrieval ranks first is always quoted, and first: a sentence of a lower paper can outscore all of
-    its sentences (by LEAD, even), and was quoted alone. Read sets at 2,114 papers (2,261 questions, sixteenth
+    its sentences (by LEAD, even), and would be quoted alone. Read sets at 2,114 papers (2,261 questions, sixteenth
     session): the gold paper cited on 34 more questions, none fewer; facts 0.751 -> 0.761 (26 up, 8 down: a lower
-    gold paper that led is now quoted second, with two sentences instead of its passage); hit@1 unchanged."""
+    gold paper that led is quoted second, with two sentences instead of its passage); hit@1 unchanged."""
     chosen = explained(retrieval, settings, single_paper, follow_up, asks=asks)
     paragraphs = []
     for paper_index in dict.fromkeys(s.paper_index for s in chosen):

@@ -1,10 +1,10 @@
 """Wording: what an extractive answer says around its quotes, in the question's language (English, or Chinese for a
 question written in Chinese).
 
-A Chinese question got its quotes in English (the abstracts are English, and a quote stays as written) framed in
-English too: "Unsure: none of the papers clearly answers this. The closest are:", "5 papers match (each has ...)"
-(a newcomer's finding on the Chinese page, whose own labels are Chinese). The frame is the app's own text, so it
-follows the question, as an LLM's answer does (`rag.generation.prompts.answer_language`). Titles, quotes, decisions
+A Chinese question's quotes are English (the abstracts are English, and a quote stays as written), but the frame
+around them ("Unsure: none of the papers clearly answers this. The closest are:", "5 papers match (each has ...)")
+is the app's own text, so it follows the question (on the Chinese page, whose own labels are Chinese, an English
+frame stands out), as an LLM's answer does (`rag.generation.prompts.answer_language`). Titles, quotes, decisions
 and links stay as the list has them. Notices stay English: they name settings and commands.
 
 One table, by key, English then Chinese; `say` fills a phrase with str.format (values are not parsed again, so a

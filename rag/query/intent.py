@@ -127,8 +127,8 @@ _AUTHOR = re.compile(r"\b(?:written\s+|authored\s+|co-?authored\s+)?by\s+(?P<nam
 _PUBLISHED = re.compile(r"^what\s+(?:did|has)\s+(?P<name>(?:[A-Z][\w'’.-]*\.?\s+){1,3}[A-Z][\w'’-]+)\s+"
                         r"(?:publish|present|write|have)\b", re.I)
 # Other ways to ask for an author's papers: "Which papers did Yoshua Bengio co-author?", "Which papers is X an author
-# of?", "Yoshua Bengio's papers", "Yoshua Bengio 的论文有哪些？" (a newcomer's first two were "not covered": the name
-# was searched as a topic).
+# of?", "Yoshua Bengio's papers", "Yoshua Bengio 的论文有哪些？" (without these patterns the first two
+# were "not covered": the name was searched as a topic).
 _NAME = r"(?P<name>(?:[A-Z][\w'’.-]*\.?\s+){1,3}[A-Z][\w'’-]+)"
 _AUTHORED = (re.compile(rf"\b(?i:did|has|have|is|was)\s+{_NAME}\s+(?i:co-?author(?:ed)?|author(?:ed)?|writ(?:e|ten)|"
                         r"wrote|publish(?:ed)?|present(?:ed)?|an?\s+(?:co-?)?author(?:\s+(?:of|on))?)\b"),

@@ -495,7 +495,7 @@ class HybridRetriever:
             if state.df.get(word.casefold(), 0) > limit:
                 continue
             # An acronym typed in capitals is that acronym: "FIFA" is not the "FiFA" a data-filtering paper coined
-            # (a newcomer's World Cup question came back unsure beside it); other names match in any case.
+            # (a World Cup question came back unsure beside it); other names match in any case.
             pattern = re.compile(r"(?<![\w-])" + re.escape(word) + r"(?![\w-])",
                                  0 if word.isupper() else re.IGNORECASE)
             if pattern.search(paper.search_text):
@@ -601,7 +601,7 @@ def names_at(text: str, names: dict[str, list[str]]) -> list[tuple[int, str]]:
     """(where, paper id) for each coined title name (`title_names`) the text writes, as written (case and all), as
     a whole word and not as part of a longer name it also writes ("SAM 2" is not "SAM-CP"), in the order written. A
     user who asks "What is SAM 2?" means the paper titled "SAM 2: ...", which ranked third behind a paper on
-    sharpness-aware minimization (SAM) and one titled "SAM-CP: ..." (a newcomer's finding). A one-word name that is
+    sharpness-aware minimization (SAM) and one titled "SAM-CP: ...". A one-word name that is
     an English word ("Drama") counts in mid-sentence only, where its capital marks a name. The one rule for a
     question's names (`named_papers`) and for the papers a previous answer names (`rag.engine`)."""
     found: list[tuple[int, int, str]] = []  # (start, end, name)

@@ -115,8 +115,8 @@ def _busy(settings: Settings, doing: str) -> str:
     except OSError:
         pass
     return (f"a running `rag serve` (pid {pid}) uses the index in {settings.data_dir}, so this process cannot "
-            f"{doing} there. Ask it through its page or its HTTP API (README, \"Web chat\": /gradio_api/call/ask), "
-            "add papers through its page (Add papers), stop it first, or run a Chroma server (`chroma run --path "
+            f"{doing} there. Ask it through its page or its HTTP API (/gradio_api/call/ask, docs/api.md), add papers "
+            "through its page (Add papers), stop it first, or run a Chroma server (`chroma run --path "
             "DIR`) and point both at it with RAG_CHROMA_URL.")
 
 

@@ -1,13 +1,13 @@
 """Optional API arguments over raw HTTP: a call's `data` list shorter than its function's parameters is filled
 with nulls (each parameter's default) before Gradio reads it.
 
-Gradio's HTTP API is positional and checks the count before the app sees the call: `{"data": ["What is X?"]}` to
-`/gradio_api/call/ask` was answered `event: error` with `"error": null` (no reason a user can act on), and the
-server console printed a traceback for it. The Python client fills the defaults in from the API's description;
-curl and other languages had to list all five values. Every API function here takes null for each optional
-parameter (`ChatApp.ask_api`, `related_api`, `topics_api`), so the short list now means what it says. A list
-that is too long, or a body that is not a JSON object with a `data` list, passes on unchanged: Gradio answers it
-as before.
+Gradio's HTTP API is positional and checks the count before the app sees the call: left to Gradio,
+`{"data": ["What is X?"]}` to `/gradio_api/call/ask` is answered `event: error` with `"error": null` (no reason a
+user can act on), and the server console prints a traceback for it. The Python client fills the defaults in from
+the API's description; curl and other languages would have to list all five values. Every API function here takes
+null for each optional parameter (`ChatApp.ask_api`, `related_api`, `topics_api`), so the short list means what it
+says. A list that is too long, or a body that is not a JSON object with a `data` list, passes on unchanged: Gradio
+answers it itself.
 
 Written by hand because Gradio has no setting for it. A pure ASGI middleware like `rag.web.guard.Guard`, inside
 it (so the guard's body caps apply first); it reads only POST bodies of the API routes named in `arity`.

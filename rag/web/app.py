@@ -63,7 +63,7 @@ EXAMPLES = [
     "Which papers propose benchmarks for multilingual language models?",
     "有哪些关于扩散模型的论文？",  # questions in Chinese are searched by their English terms (rag.query.zh)
 ]
-# What a Chinese browser is shown instead (a newcomer found 4 of the 5 above English on the Chinese page); each
+# What a Chinese browser is shown instead (4 of the 5 above are English, beside the page's Chinese labels); each
 # answered over the 3,706 papers `make run` serves (a Chinese "how can language models evaluate their own answers
 # without looking at the output?" was not covered there, so it is not among them).
 EXAMPLES_ZH = [
@@ -576,7 +576,7 @@ def _wire_answers(app: ChatApp, c: _Layout) -> None:
     totals = dict(fn=session_now, inputs=c.answers, outputs=c.spent, api_visibility="private")
     map_state: dict[str, Any] = dict(fn=c.mapview.state, inputs=[c.answers, c.decisions, c.author],
                                      outputs=c.map_html, api_visibility="private", show_progress="hidden")
-    # An example fills the box and asks it: a newcomer clicked one and waited for an answer that never came.
+    # An example fills the box and asks it: one that only filled the box would leave the user waiting for an answer.
     for trigger in (c.send.click, c.box.submit, c.examples.load_input_event.then, c.examples_zh.load_input_event.then):
         trigger(app.stream_answer, [c.box, c.chatbot, c.answers, c.decisions, c.author, c.k, c.export_id, c.model],
                 outputs, api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
@@ -631,7 +631,7 @@ def _wire_uploads_and_status(app: ChatApp, c: _Layout, demo: gr.Blocks) -> gr.Ti
 
 # Gradio's default theme, with its font's bold from the full Bold face: the SemiBold file Gradio ships (600, the
 # weight of its labels and our card titles) holds 55 glyphs, so a title mixed that subset's letters with a fallback
-# font's ("CʙQ: Cross-Bʟock", a newcomer's screenshot). Asked for 600, the browser takes the nearest weight, 700.
+# font's ("CʙQ: Cross-Bʟock"). Asked for 600, the browser takes the nearest weight, 700.
 THEME = gr.themes.Default(font=[gr.themes.GoogleFont("Source Sans Pro", weights=(400, 700)), "ui-sans-serif",
                                 "system-ui", "sans-serif"])
 # How many values each API call's `data` list takes; a shorter list is filled with nulls (rag.web.api_args).

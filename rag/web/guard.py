@@ -22,7 +22,7 @@ login check Gradio calls (`LoginThrottle`).
   tried hundreds per second; the check and the count happen under one lock, so parallel guesses get no more.
   Counted per user name, not per address: the server trusts `X-Forwarded-For` from loopback (uvicorn's default),
   so an address can be made up, a user name under attack cannot. The price: an attacker can keep that one name
-  locked for a minute at a time (the README says so).
+  locked for a minute at a time (docs/security.md says so).
 
 Written by hand because Gradio has no setting for any of these; it is a pure ASGI middleware (not Starlette's
 BaseHTTPMiddleware) so that Gradio's streamed (SSE) responses pass through untouched. (Starlette's

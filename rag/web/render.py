@@ -255,8 +255,8 @@ def sources_panel(answers: list[dict], related: dict[str, list[dict]] | None = N
 def _without_outcome_line(answer: dict) -> dict:
     """The answer without the sentence of its text that only says its outcome ("Unsure: none of the papers clearly
     answers this.", "Not covered: the collection does not appear to cover this question. The nearest papers are:
-    ..."): the page's outcome label says it, and the nearest papers are listed below, linked (a newcomer read
-    "Unsure" twice in a row). The CLI and the API keep the text whole."""
+    ..."): the page's outcome label says it, and the nearest papers are listed below, linked (with the sentence
+    kept, the page would say "Unsure" twice in a row). The CLI and the API keep the text whole."""
     text = answer["answer"]
     for lang in ("en", "zh"):
         if answer.get("outcome") == "unsure" and text.startswith(say("unsure", lang)):
