@@ -77,3 +77,9 @@ def test_the_command_line_prints_paths_and_the_table():
     table = subprocess.run(["python3", "eval/manifest.py", "--table"], cwd=ROOT, capture_output=True, text=True,
                            timeout=60, check=True).stdout
     assert table.count("\n| `") == 41 and "| `describe_final18` | read | 96 |" in table
+
+
+def test_the_readme_table_of_the_sets_is_the_manifest():
+    text = (ROOT / "eval" / "README.md").read_text(encoding="utf-8")
+    start, end = text.index("<!-- manifest table -->\n"), text.index("<!-- end manifest table -->")
+    assert text[start:end].split("\n", 1)[1].strip() == manifest.table(), "run: python eval/manifest.py --table"
