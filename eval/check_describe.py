@@ -2,11 +2,7 @@
 
     python eval/check_describe.py [SET.jsonl ...] [--corpus rag/data/iclr2025.jsonl]
 
-Without arguments it checks eval/questions/describe_dev.jsonl, describe_heldout.jsonl, describe_final.jsonl,
-describe_final2.jsonl, describe_final3.jsonl, describe_final4.jsonl, describe_final5.jsonl, describe_final6.jsonl,
-describe_final7.jsonl, describe_final8.jsonl, describe_final9.jsonl, describe_final10.jsonl,
-describe_final11.jsonl, describe_final12.jsonl, describe_final13.jsonl, describe_final14.jsonl,
-describe_final15.jsonl, describe_final16.jsonl, describe_final17.jsonl and describe_final18.jsonl.
+Without arguments it checks every describe_* set that eval/questions/manifest.toml lists (SETS).
 A question is checked against its paper: the gold paper of an answerable question, the `about` paper of a near miss.
 The rule, exactly:
 
@@ -51,22 +47,15 @@ from functools import lru_cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SETS = [ROOT / "eval" / "questions" / name for name in ("describe_dev.jsonl", "describe_heldout.jsonl",
-                                                                 "describe_final.jsonl", "describe_final2.jsonl",
-                                                                 "describe_final3.jsonl", "describe_final4.jsonl",
-                                                                 "describe_final5.jsonl", "describe_final6.jsonl",
-                                                                 "describe_final7.jsonl", "describe_final8.jsonl",
-                                                                 "describe_final9.jsonl", "describe_final10.jsonl",
-                                                                 "describe_final11.jsonl", "describe_final12.jsonl",
-                                                                 "describe_final13.jsonl", "describe_final14.jsonl",
-                                                                 "describe_final15.jsonl", "describe_final16.jsonl",
-                                                                 "describe_final17.jsonl", "describe_final18.jsonl")]
-# Sets written on the second order of eval/sample_describe.py (`--pool older`): papers the older, named-question
-# sets use, once the first order (papers no set uses) ran out. Their papers may be used by those older sets, never by
-# another describe set.
-OLDER_POOL = {ROOT / "eval" / "questions" / name for name in ("describe_final14.jsonl", "describe_final15.jsonl",
-                                                                "describe_final16.jsonl", "describe_final17.jsonl",
-                                                                "describe_final18.jsonl")}
+sys.path.insert(0, str(ROOT))
+
+from eval import manifest  # noqa: E402
+
+# The description-style sets, in eval/questions/manifest.toml's order; those written on the second order of
+# eval/sample_describe.py (`pool = "older"`: papers the older, named-question sets use, once the first order, papers
+# no set uses, ran out) may share papers with those older sets, never with another describe set.
+SETS = [s.path for s in manifest.load() if s.name.startswith("describe_")]
+OLDER_POOL = {s.path for s in manifest.load() if s.name.startswith("describe_") and s.pool == "older"}
 COMMON_DF = 0.02  # a name or 3-gram used by this share of papers or more is the field's, not the paper's
 RARE_DF = 0.005  # a word used by fewer papers than this share is a rare term
 STOP = frozenset("""

@@ -8,8 +8,8 @@ dev questions, or another feature, beat the gate it would replace on questions n
 
 `record` asks every question of tune_outcomes.DEV_SETS as `rag eval` does (`Engine.ask`, k = 10; a follow-up
 after its first turn) and pickles, per question, what tune_outcomes records plus the Retrieval the answer's outcome
-decision saw, so that features can change without asking again. The held-out sets (any *heldout* file,
-describe_final, corpus_none_v4) are refused.
+decision saw, so that features can change without asking again. The sets tune_outcomes.held_out refuses
+(eval/questions/manifest.toml: heldout, refused, or not listed) are refused here too.
 
 `cv` compares CANDIDATES (a feature list, and how the dev questions enter the fit: each weighted `dev_weight` beside
 a generated question's 1) by grouped k-fold cross-validation. The dev questions are grouped by paper (gold and

@@ -7,8 +7,8 @@ Each dev question is asked as `rag eval` asks it (`Engine.ask`, k = 10, a follow
 inputs of every outcome decision the app makes (`rag.answering.extractive.decide`: the gate's probability, whether
 the best sentence is below the confidence bar) are recorded; the cut points are then swept over those records,
 no question being asked twice. The choice minimises the cost over all dev questions, a false "not covered" on an
-answerable question costing more than an "unsure" (COSTS). The held-out sets (`held_out`: any *heldout* or
-describe_final* file but the READ_SETS, and corpus_none_v4) are refused: nothing is tuned on them.
+answerable question costing more than an "unsure" (COSTS). The sets eval/questions/manifest.toml marks heldout or
+refused, and any set it does not list, are refused (`held_out`): nothing is tuned on them.
 """
 
 from __future__ import annotations
@@ -25,39 +25,13 @@ from rag.config import Settings  # noqa: E402
 from rag.answering import abstain, compose, extractive  # noqa: E402
 from rag.engine import Engine  # noqa: E402
 from rag.evaluation.harness import K, load_questions, matches  # noqa: E402
+from eval import manifest  # noqa: E402
 
 QUESTIONS = ROOT / "eval" / "questions"
-# The dev sets: describe_dev (issue 29's researcher-worded set) and the old sets read or tuned on before
-# (eval/README.md). corpus_none_v4 and every *heldout* set stay out.
-# The description sets held out in turn (sessions 3-9) and run since: read, so dev sets now (eval/README.md,
-# "The gate refit on the read description sets"). describe_final5, describe_final6 and describe_final7 were each run
-# once for a session's report (aggregates read) and joined them after, as did describe_final8 and describe_final9
-# (their held-out runs in the eleventh session; describe_final9 decided that session's gate refit), and
-# describe_final10 and describe_final11 (their held-out runs in the twelfth session, for the asked-fact sentences and
-# the LLM's unsupported lead), and describe_final12 (its held-out run in the thirteenth session, for the "is there
-# work" explanations and the Chinese asked facts), and describe_final13 (36 questions on the seeded order's last 30
-# papers, written and run in the thirteenth session for a gate refit that was not shipped), and describe_final14 (the
-# first set on the older sets' papers, `sample_describe.py --pool older`, written and run in the fourteenth session),
-# and describe_final15 (the second, written and run in the fifteenth session; its aggregate figures read), and
-# describe_final16 (the third, written and run in the sixteenth session; its aggregate figures read), and
-# describe_final17 (the fourth, written and run in the seventeenth session; its aggregate figures and its answered
-# unanswerable questions read), and describe_final18 (the fifth, written and run once at the end of the seventeenth
-# session; the same read).
-# No description set is held out now: a new one takes the second order's next papers, from position 1541
-# (eval/README.md).
-READ_SETS = ["describe_heldout", "describe_final", "describe_final2", "describe_final3", "describe_final4",
-             "describe_final5", "describe_final6", "describe_final7", "describe_final8", "describe_final9",
-             "describe_final10", "describe_final11", "describe_final12", "describe_final13", "describe_final14",
-             "describe_final15", "describe_final16", "describe_final17",
-             "describe_final18"]
-DEV_SETS = ["describe_dev", "corpus_dev", "zh_dev", "types_dev", "corpus_none", "corpus_none_v2", "corpus_none_v3",
-            "corpus_figures", *READ_SETS]
-
-
-def held_out(name: str) -> bool:
-    """Whether a question set is held out (never tuned on): a *heldout* or describe_final* set not in READ_SETS,
-    and corpus_none_v4."""
-    return name not in READ_SETS and ("heldout" in name or "describe_final" in name or "none_v4" in name)
+# The gate's dev sets, in their order (eval/questions/manifest.toml, `gate`): the sets written for tuning and the
+# held-out sets read since, never a held-out or refused one.
+DEV_SETS = [s.name for s in manifest.sets(gate=True)]
+held_out = manifest.held_out  # refused here: a heldout set, a read one kept out of every fit, or one not listed
 
 
 # (answerable?, outcome) -> cost. A false "not covered" hides papers that answer; an "unsure" still cites the

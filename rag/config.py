@@ -224,7 +224,7 @@ class Settings(BaseModel):
     # The whole-paper all-mpnet-base-v2 ranking (rag/store/mpnet_vectors.py) beside MiniLM's and BM25's: at 1 (rrf_k
     # 5, BM25 1.5) the dev sets' hit@1 / hit@5 rose from 0.847 / 0.958 to 0.879 / 0.979 (190 questions; describe_dev
     # 0.733 / 0.933 -> 0.800 / 0.983); at 0.5 0.863 / 0.968, and MiniLM's at 0.5 beside it 0.874 / 0.974
-    # (`eval/mpnet_rank_probe.py`; eval/README.md, "A second embedder").
+    # (`eval/mpnet_rank_probe.py`; eval/DECISIONS.md, "A second embedder").
     mpnet_weight: float = Field(1.0, ge=0.0, le=10.0, description="Weight of the whole-paper all-mpnet-base-v2 ranking "
                                 "in the fusion (dense = 1; 0 turns it off and never loads the model).")
     retrieval: Literal["hybrid", "dense", "bm25", "mpnet"] = Field(
@@ -232,7 +232,7 @@ class Settings(BaseModel):
                               "dense is MiniLM's chunks, mpnet the whole-paper all-mpnet-base-v2 vectors).")
     # Pseudo-relevance feedback (rag/search/retrieve.py `HybridRetriever.feedback`), off by default: a second pass
     # whose query borrows the words (BM25, RM3) or the vectors (dense, Rocchio) of the first pass's top papers, for
-    # questions worded unlike the abstracts (issue 29 item 3; measured in eval/README.md).
+    # questions worded unlike the abstracts (issue 29 item 3; measured in eval/DECISIONS.md).
     prf_docs: int = Field(5, ge=1, le=50, description="Top papers of the first pass that pseudo-relevance feedback "
                                                       "reads (when prf_terms or rocchio_weight is set).")
     prf_terms: int = Field(0, ge=0, le=100, description="Terms of those papers added to the BM25 query (RM3); "

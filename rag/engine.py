@@ -414,7 +414,7 @@ class Engine:
             else:
                 # One BLAS thread: a question's one short text gains little from two, and on a shared 2-core
                 # machine two threads waiting on each other took 0.1-3 s a question against 0.05-0.11 s for one
-                # (same run, another process busy; eval/README.md, "A second embedder").
+                # (same run, another process busy; eval/DECISIONS.md, "A second embedder").
                 self._paper_vectors = PaperVectors(
                     settings.data_dir / "corpus" / f"{settings.collection}.mpnet.npz",
                     lambda: mpnet.load(threads=1), mpnet.IDENTITY)

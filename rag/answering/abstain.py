@@ -18,7 +18,7 @@ the question's terms the top papers contain, and whether a question asking for a
 its words.
 
 Named and described questions are weighed apart (the `named*` copies of every feature) since the refit on the
-read description sets (eval/README.md, "The gate refit on the read description sets"). One set of weights fitted
+read description sets (eval/DECISIONS.md, "The gate refit on the read description sets"). One set of weights fitted
 mostly on descriptions in other words sent named questions to unsure (types_dev answered 0.989 -> 0.966, "Which
 three sub-tasks does RMP-SAM perform in real time?" p 0.47), and answered figure questions about a named paper
 (corpus_figures answered 0.022 -> 0.244). Cross-validated over the 787 dev questions (eval/gate_cv.py), cost: the
@@ -93,7 +93,7 @@ BASE_FEATURES = list(FEATURES)
 # ask for the work itself ("Is there work on ...?", "How does ...?"). Over the describe dev sets: a yes/no question
 # 0.41 of near misses against 0.08 of answerable questions; an extension marker 0.42 / 0.09. Refit with them
 # (`make model`), the cross-validated cost over the 979 dev rows is 311.7 against 361.2 for the gate before (its fixed
-# weights), unanswerable answered 0.158 against 0.228 (eval/gate_cv.py; eval/README.md, "The question's form").
+# weights), unanswerable answered 0.158 against 0.228 (eval/gate_cv.py; eval/DECISIONS.md, "The question's form").
 # Held out (describe_final7): near misses answered 9 of 16 against 10, answerable unsure 0.047 against 0.125.
 FORM_FEATURES = [
     "yes_no",            # a yes/no question that is not a search ("Has it been ...?", not "Is there work ...?")
@@ -105,7 +105,7 @@ FEATURES = [*BASE_FEATURES, "named_match", *(f"named*{name}" for name in BASE_FE
 # ("problems written in Spanish", "on ImageNet", "applied to CT scans") or a word with a digit ("3D", "GPT-4").
 # Near misses about a real paper describe it in other words, then ask for such a detail it lacks; an answerable
 # description mostly names none (detail_missing on describe_dev: 0.42 near misses, 0.13 answerable). Added to a gate
-# fitted with the dev questions, it took the cross-validated cost from 64.7 to 54.2 (eval/README.md, eval/gate_cv.py).
+# fitted with the dev questions, it took the cross-validated cost from 64.7 to 54.2 (eval/DECISIONS.md).
 DETAIL = re.compile(r"(?<=[\w,;:] )[A-Z][\w-]*|\b\w*\d[\w.-]*")
 # The words of the asked quantity: after the question word, up to the first verb, preposition or conjunction;
 # "What is X's RMSE" skips to after the possessive.

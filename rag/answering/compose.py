@@ -191,7 +191,7 @@ def _quoted(answer: Answer, on: bool = True, passage: Callable[[Source], list[st
     A small reader paraphrases: it names the paper but leaves out the figure or the method's name the question
     asked for, and the researcher checks a claim against the paper's own words. On the describe_final5 LLM
     subset Qwen2.5-Coder-1.5B's answers followed by the one nearest sentence stated 0.577 of the asked facts, the
-    extractive answers of the same run 0.692 (eval/README.md, "The LLM answer's quoted passage"). The line is the
+    extractive answers of the same run 0.692 (eval/DECISIONS.md, "The LLM answer's quoted passage"). The line is the
     app's, from the record."""
     first = answer.citations[0] if answer.citations and on else None
     if first is None or not first.has_abstract or not first.snippet.strip():

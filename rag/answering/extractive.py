@@ -34,7 +34,7 @@ A second, learned gate (`rag.answering.abstain`) also refuses when a logistic re
 question term no paper contains, the share of the question's terms the top papers contain, BM25 and dense scores and
 margins, a figure asked for that no sentence with a number supports) gives at least its fitted threshold. It is
 fitted on questions generated from the papers (`make model`), not on the question sets; its fitted threshold and
-the trade-off it gives on each set are in abstain_gate.json and eval/README.md (`python eval/abstain_curve.py`);
+the trade-off it gives on each set are in abstain_gate.json and eval/DECISIONS.md (`python eval/abstain_curve.py`);
 the figures are not repeated here, where they went stale. `RAG_ABSTAIN_MODEL_THRESHOLD` moves or disables it; it is
 used over collections of 1,000+ papers only (fitted at that scale).
 """
@@ -74,7 +74,7 @@ def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
     paper's work went further ("Are there ML weather forecasters tested on typhoon tracks?"), so a paper is close.
     Over the 1,879 dev questions this moved 5 answerable and 24 near-miss questions from not covered to unsure, and
     10 absent topics (outcome cost 574.5 against 567.5, which prices an unanswerable question unsure at 0.5;
-    eval/README.md, "Not covered only on the evidence")."""
+    eval/DECISIONS.md, "Not covered only on the evidence")."""
     if not retrieval.hits:
         return "not_covered"
     weak = retrieval.confidence < settings.abstain_threshold and not retrieval.named_match
@@ -168,7 +168,7 @@ def passage(retrieval: Retrieval, source: Source, settings: Settings, asks: str 
     answer for its first cited one (rag/answering/compose.py).
 
     Why more than the one nearest sentence: on the four read description sets, an unsure answer whose first paper
-    was the right one stated 0.40 of the asked facts, an answered one 0.70 (eval/README.md, "The gate refit on
+    was the right one stated 0.40 of the asked facts, an answered one 0.70 (eval/DECISIONS.md, "The gate refit on
     the read description sets"): a description in other words is often unsure, and one sentence rarely carries
     what was asked. The label still says that no paper clearly answers. `asks`: as for `explained` (a Chinese
     question's `Intent.asks`)."""

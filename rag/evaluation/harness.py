@@ -42,9 +42,9 @@ CONFIGS: dict[str, dict[str, Any]] = {  # name -> settings overrides; "hybrid" i
     "hybrid-rrf60": {"retrieval": "hybrid", "rrf_k": 60, "bm25_weight": 1.0, "mpnet_weight": 0.0},
     "hybrid-rrf60-mpnet": {"retrieval": "hybrid", "rrf_k": 60, "bm25_weight": 1.0, "mpnet_weight": 1.0},
     "hybrid-minilm": {"retrieval": "hybrid", "mpnet_weight": 0.0},  # the app's fusion without the mpnet ranking
-    "hybrid": {"retrieval": "hybrid"},  # the engine's own fusion settings (tuned on seeds_dev, eval/README.md)
+    "hybrid": {"retrieval": "hybrid"},  # the engine's own fusion settings (tuned on seeds_dev, eval/DECISIONS.md)
     # Pseudo-relevance feedback from the top 5 papers of the first pass (issue 29 item 3; off in the app: tried on
-    # describe_dev and the other dev sets, eval/README.md): RM3, 10 terms, the question keeping half the weight;
+    # describe_dev and the other dev sets, eval/DECISIONS.md): RM3, 10 terms, the question keeping half the weight;
     # Rocchio, the top papers' mean vector at a quarter of the question's weight; alone and under the app's fusion.
     "bm25-rm3": {"retrieval": "bm25", "prf_terms": 10},
     "dense-rocchio": {"retrieval": "dense", "rocchio_weight": 0.25},
@@ -59,7 +59,7 @@ CONFIGS: dict[str, dict[str, Any]] = {  # name -> settings overrides; "hybrid" i
     # it there: AnswerPolicy.rewrite_confident_below).
     "hybrid-rewrite-always": {"retrieval": "hybrid", "policy": {"rewrite_confident_below": 0.0}},
     # ... and with the reader given the top 5 papers, as before `llm_papers` became 3 (measured then as
-    # "hybrid-llm3" against the default 5, eval/README.md: a shorter prompt, prefill being most of a CPU server's
+    # "hybrid-llm3" against the default 5, eval/DECISIONS.md: a shorter prompt, prefill being most of a CPU server's
     # latency).
     "hybrid-llm5": {"retrieval": "hybrid", "llm_papers": 5},
     # ... and with an unsupported first sentence taken back only where the gate was unsure, as before the twelfth

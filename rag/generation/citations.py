@@ -259,7 +259,7 @@ _PARTIAL_TAG = re.compile(r"<[^<>\n]{0,50}\Z")
 
 class EchoedTags:
     """The prompt's source fences echoed into an answer, turned into citations: Qwen2.5-Coder-1.5B wraps what it
-    takes from a source in them (`<source n="1">LOKI ... </source> introduces ...`; eval/README.md, 2026-12-02).
+    takes from a source in them (`<source n="1">LOKI ... </source> introduces ...`; eval/DECISIONS.md, the LLM path).
     An opening tag is dropped and remembered; its closing tag (or the end of the answer, if none comes) becomes
     " [n]", which `StreamFilter`, fed after this, reads like any citation. Runs in front of it on the stream,
     holding back only a "<" that may still become a tag."""

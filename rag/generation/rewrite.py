@@ -18,7 +18,7 @@ question is searched alone, as without an LLM.
 
 A question that names a paper or method which retrieval already found (`Retrieval.named_match`, a rare name of the
 question in the top paper) skips the call (`needed`): on a CPU server it costs seconds, and such a question is
-found by its name (measured in eval/README.md, "LLM rewrite for retrieval").
+found by its name (measured in eval/DECISIONS.md, "The LLM's rewrite for retrieval").
 """
 
 from __future__ import annotations

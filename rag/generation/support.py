@@ -222,7 +222,7 @@ def without_titles(claim: str, titles: Sequence[str]) -> str:
     """`claim` with the titles of the papers it cites taken out, for its meaning to be compared: a paper's title
     shares its abstract's words, so "<title of [4]> [4] <the question, restated>" scored as support for a claim [4]
     never makes (Qwen2.5-Coder-1.5B on describe_final7: the attention-heads paper credited with inferring changing
-    links between neurons, accepted; eval/README.md, "A claim's meaning without the cited title"). The claim is kept
+    links between neurons, accepted; eval/DECISIONS.md, "A claim's meaning without the cited title"). The claim is kept
     whole when fewer than four words would be left: a sentence that is mostly a name is compared as written."""
     out = claim
     for title in sorted({t.strip() for t in titles if t and t.strip()}, key=len, reverse=True):

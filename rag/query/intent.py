@@ -68,7 +68,7 @@ _TYPE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # "Is there work that ...?" / "有没有…的工作？" is not here: it asks whether a work fits a description, and is
     # answered as one (explain: the paper that fits and what it does, its contribution sentence quoted), not as a
     # list quoting each paper's one nearest sentence (often its opening, which names no method). Dev sets, 2,114
-    # papers (2026-12-04, eval/README.md): of the 62 English questions it retypes, the 13 answerable ones' facts
+    # papers (2026-12-04, eval/DECISIONS.md): of the 62 English questions it retypes, the 13 answerable ones' facts
     # 0.308 -> 0.692; of the 90 Chinese ones, the 79 answered ones' 0.584 -> 0.713; outcomes unchanged, gold cited
     # unchanged but for one Chinese question.
     ("list", re.compile(

@@ -64,7 +64,7 @@ _GLOSS_STOP = frozenset("a an the of to or and sb sth one's oneself something so
                         "have has there it its as in on at for by with from".split())
 USE_DICTIONARY = True  # off only to measure what the dictionary adds (eval/zh_dictionary_eval.py)
 # The first senses of a word's first entry that are searched (a dictionary lists the common ones first). Chosen on
-# the 98 Chinese dev questions (eval/zh_dictionary_eval.py, eval/README.md): 1 sense hit@1 0.880, unanswerable
+# the 98 Chinese dev questions (eval/zh_dictionary_eval.py, eval/DECISIONS.md): 1 sense hit@1 0.880, unanswerable
 # answered 0.467; 2 senses 0.892, 0.333; 3 senses 0.928, 0.333 with one more answerable question not covered.
 SENSES = 2
 DICTIONARY_SPAN = 4  # the longest dictionary word looked for inside a run of characters jieba did not join
@@ -251,7 +251,7 @@ def retrieval_query(question: str) -> str:
 # 影像数据上验证过？", "……能用来设计DNA序列吗？"); answerable questions mostly ask for the work itself ("有没有一种
 # ……的方法？"). Over the read describe sets' Chinese questions (the patterns were written on them): a yes/no last
 # clause in 12 of 17 near misses and 6 of 156 answerable ones, an extension marker in 9 / 1 (in English 0.41 / 0.08
-# and 0.42 / 0.09). The gate's weights are the English ones (eval/README.md, "The form of a Chinese question").
+# and 0.42 / 0.09). The gate's weights are the English ones (eval/DECISIONS.md, "The form of a Chinese question").
 _CLAUSE = re.compile(r"[，,：:；;。！!？?]")
 # A clause asking yes or no: a yes/no word near its start (after "it", "this"), or 吗 at its end.
 _ZH_YES_NO = re.compile(r"^(?:那么|那|它|其|这|该)?.{0,8}?(?:有没有|能否|能不能|是否|可否|可不可以|会不会)|吗$")
@@ -290,7 +290,7 @@ def form(question: str) -> Form:
     opens with a search ("有没有……的论文，在台风路径上测试过吗？": are there papers ... tested on typhoons?) asks no
     yes/no question about a work."""
     # Two answerable questions of zh_heldout turned unsure with the first version of these rules (a question
-    # opening with 有没有 in one clause; 哪怕……也 read as "also"): both were read and the rules mended (eval/README.md).
+    # opening with 有没有 in one clause; 哪怕……也 read as "also"): both were read and mended (eval/DECISIONS.md).
     if not has_chinese(question):
         return Form()
     clauses = [c.strip() for c in _CLAUSE.split(question) if c.strip()]

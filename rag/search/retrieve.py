@@ -6,7 +6,7 @@ Three rankings over the same store, fused per paper with weighted reciprocal ran
 - mpnet: the question's all-mpnet-base-v2 vector against one vector per paper (`rag.store.mpnet_vectors`), the
   ranking that finds a paper from a description in other words (weight `mpnet_weight`, 0 turns it off).
 The fusion constant (5, not the textbook 60) and BM25's weight (1.5 against dense's 1) were tuned on the seed dev
-questions over the 2,114-paper corpus and confirmed on other questions (eval/README.md): on this corpus BM25 is
+questions over the 2,114-paper corpus and confirmed on other questions (eval/DECISIONS.md): on this corpus BM25 is
 the stronger signal and the top of each list matters most.
 
 Fusion is written here rather than with llama-index's `QueryFusionRetriever` because that one fuses *nodes*:
@@ -164,7 +164,7 @@ class RetrievalParams:
     # An LLM's rewrite of the question (`retrieve(rewrite=...)`, rag.generation.rewrite): how it joins the question's
     # search. "rrf": its own two rankings fused beside the question's at `rewrite_weight` of their votes; "merge":
     # one search, its terms added to the BM25 query (`rewrite_weight` of the weight against the question's 1) and
-    # its vector added to the question's. Chosen on describe_dev and zh_dev (eval/README.md, "The LLM's rewrite for
+    # its vector added to the question's. Chosen on describe_dev and zh_dev (eval/DECISIONS.md, "The LLM's rewrite for
     # retrieval"): RRF at 0.3 had the best hit@1 with Qwen2.5-1.5B (describe_dev 0.733 -> 0.817, zh_dev 0.955 ->
     # 1.000) and was the one weight that SmolLM2-135M's junk rewrites did not hurt; merge lost hit@5.
     rewrite_fusion: str = "rrf"
@@ -303,7 +303,7 @@ class HybridRetriever:
         state = self.state  # one corpus for the whole call, even if a refresh happens meanwhile
         # In hybrid search a question that names a rare name the corpus knows ("RMP-SAM") leaves the mpnet ranking
         # out: its words already find the paper, and a description-trained vote for look-alikes only pushed it
-        # down (no change on the dev sets' 190 questions; +2 of 203 on the sets that name methods; eval/README.md,
+        # down (no change on the dev sets' 190 questions; +2 of 203 on the sets that name methods; eval/DECISIONS.md,
         # "A second embedder").
         wants_mpnet = params.mode == "mpnet" or (params.mode == "hybrid" and params.mpnet_weight > 0
                                                  and not self.names_rare(question, state, params.policy))

@@ -3,7 +3,7 @@
 Why a second model: questions that describe a paper in other words than its own (issue 29) are where MiniLM's
 chunk vectors and BM25 both miss; one mpnet vector per paper ("title. abstract", 384 tokens) found the right paper
 first for 0.786 of 252 such read questions against MiniLM's 0.667, and fused beside the two it lifted the dev sets'
-hit@1 / hit@5 from 0.847 / 0.958 to 0.879 / 0.979 (eval/README.md, "A second embedder"). It is not the index's
+hit@1 / hit@5 from 0.847 / 0.958 to 0.879 / 0.979 (eval/DECISIONS.md, "A second embedder"). It is not the index's
 embedder: chunks, sentences, snippets and the answer signals stay MiniLM's; only the paper ranking gains a vote.
 
 Where a paper's vector comes from, cheapest first (its key: a hash of exactly the text embedded, so an edited paper

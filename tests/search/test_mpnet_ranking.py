@@ -38,7 +38,7 @@ def test_the_shipped_file_holds_every_bundled_paper_as_an_ingest_stores_it(corpu
 
 @pytest.mark.parametrize("qid", ["describe-dev-002", "describe-dev-011"])
 def test_a_description_in_other_words_is_found_first_with_the_mpnet_ranking(corpus_engine, qid):
-    """Dev questions the app without the mpnet ranking ranked wrong first (eval/README.md, "A second embedder"): the
+    """Dev questions the app without the mpnet ranking ranked wrong first (eval/DECISIONS.md, "A second embedder"): the
     ranking alone and the app's fusion both put the described paper first; without it the fusion does not."""
     row = _describe_dev(qid)
     first = {}
