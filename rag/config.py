@@ -37,7 +37,7 @@ class AnswerPolicy(BaseModel):
         "least this share of the first paper's (an unsure answer's closest papers: the same 0.6). Without it, an "
         "answer on Neural Phylogeny also cited two papers at 0.54 of its score, on other subjects. The 1,131 "
         "answered explain questions of the read sets (2,114 papers): 122 of the 1,715 cited papers score under it, "
-        "1 of them gold (0.5: 38, none gold; 0.7: 231, 4 gold); the read sets before and after: eval/README.md, "
+        "1 of them gold (0.5: 38, none gold; 0.7: 231, 4 gold); the read sets before and after: eval/DECISIONS.md, "
         "\"Citations near the first paper\".")
     lead: float = Field(
         0.05, description="An explain answer quotes one paper when its best sentence leads the others' by this. "
@@ -83,7 +83,7 @@ class AnswerPolicy(BaseModel):
         "of them. Chosen at 2,114 papers with these follow-ups: \"Has that "
         "approach also been tested on audio or speech generators?\" 0.75, \"Was it evaluated on video generation "
         "models?\" 0.73, \"... applied to medical imaging models?\" 0.98; those its abstract answers (\"Does it "
-        "work for diffusion models?\") 0. The read sets' 24 follow-ups: none changed (eval/README.md, \"A "
+        "work for diffusion models?\") 0. The read sets' 24 follow-ups: none changed (eval/DECISIONS.md, \"A "
         "follow-up asking beyond its papers\").")
     side_depth: int = Field(5, ge=1, description="A comparison side's paper is looked for among this many top hits "
                                                   "(3 held-out comparisons were refused with both papers 1st and 2nd).")
@@ -115,7 +115,7 @@ class AnswerPolicy(BaseModel):
         "granting it (\"Yes, there is a learned policy that ... lets a robot hand perform surgery.\"): on 36 read "
         "questions of describe_final7..10 the lead was unsupported in 4 of the 5 near misses it answered and 6 of "
         "the 19 answerable questions it answered (one citing the wrong paper), all leads starting \"Yes\" "
-        "(eval/README.md, twelfth session). Held out (describe_final11's LLM subset, 13 answerable, 5 unanswerable, "
+        "(eval/DECISIONS.md, twelfth session). Held out (describe_final11's LLM subset, 13 answerable, 5 unanswerable, "
         "one run with it off): unanswerable answered 0.4 -> 0.2, answerable unsure 0 -> 0.077, facts (0.769) and "
         "gold cited (0.923) unchanged. Off: the reader's answer stands wherever the gate answered.")
     llm_passage_sentences: int = Field(
@@ -123,7 +123,7 @@ class AnswerPolicy(BaseModel):
         "the contribution sentence and the question's best matches. Chosen as the extractive explanation's 3 "
         "sentences plus the best match; 3 measured against it with Qwen2.5-Coder-1.5B on the describe_final6 and "
         "describe_final7 LLM subsets (dev, 26 answerable questions): facts 0.692 -> 0.654 and 0.731 -> 0.692, "
-        "~150 fewer prompt tokens, no shorter p50 (longer answers): kept at 4 (eval/README.md).")
+        "~150 fewer prompt tokens, no shorter p50 (longer answers): kept at 4 (eval/DECISIONS.md).")
 
     def rare_limit(self, papers: int) -> int:
         """The most papers a term may appear in and still be a rare name: max(2, papers / rare_name_papers). The one
@@ -218,7 +218,7 @@ class Settings(BaseModel):
     candidates: int = Field(50, ge=5, le=1000,
                             description="How many chunks/papers each retriever proposes before fusion.")
     rrf_k: int = Field(5, ge=1, description="Reciprocal-rank-fusion constant (tuned on the seed dev set: "
-                                            "eval/README.md).")
+                                            "eval/DECISIONS.md).")
     bm25_weight: float = Field(1.5, ge=0.0, le=10.0, description="Weight of the BM25 ranking in the fusion "
                                                                 "(dense = 1; tuned like rrf_k).")
     # The whole-paper all-mpnet-base-v2 ranking (rag/store/mpnet_vectors.py) beside MiniLM's and BM25's: at 1 (rrf_k
@@ -302,7 +302,7 @@ class Settings(BaseModel):
         "rag/answering/context.py). 3, not 5: with Qwen2.5-Coder-1.5B on 2 cores, on the dev LLM subsets of "
         "describe_final7 and describe_final8 (26 answerable questions) facts 0.692 -> 0.750, gold cited 0.769 -> "
         "0.846, p50 18.8 -> 18.0 s; held out (describe_final9's subset, 13) facts 0.769 both, gold cited 0.846 -> "
-        "0.923, p50 21.5 -> 14.7 s, one more answer fell back (eval/README.md). A large remote model may read more.")
+        "0.923, p50 21.5 -> 14.7 s, one more answer fell back (eval/DECISIONS.md). A large remote model may read more.")
     llm_context: Literal["passages", "abstracts"] = Field(
         "passages", description="What the LLM reads of each paper: its title and the passage that matches the "
                                 "question (a third of the prompt tokens: a CPU server's latency), or the whole "
