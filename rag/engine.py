@@ -459,10 +459,10 @@ class Engine:
         problems. An upload of more than `upload_max_records` papers is refused (UploadError) before anything
         is embedded: that is work for `rag ingest`."""
         with self._ingest_lock:
-            read = read_paths(paths)
-            if upload and len(read.papers) > self.settings.upload_max_records:
+            read = read_paths(paths, max_papers=self.settings.upload_max_records if upload else None)
+            if read.too_many_papers:
                 raise UploadError(
-                    f"this upload holds {len(read.papers):,} papers; the page adds at most "
+                    f"this upload holds more than {self.settings.upload_max_records:,} papers; the page adds at most "
                     f"{self.settings.upload_max_records:,} at a time (embedding them keeps the server busy for "
                     "everyone). Upload it in smaller files, or add it with `rag ingest FILE` where the server runs.")
             read.papers, enriched = enrich(read.papers)  # untitled abstracts named after bundled ICLR 2025 papers
@@ -486,8 +486,8 @@ class Engine:
                     # The papers no shipped file holds get their mpnet vector now, as part of the ingest (about
                     # 0.5 s a paper), not at the first question after it: the corpus then reads the cache.
                     vectors.papers(read.papers, prune=False)
-                stats.problems = [str(p) for p in read.problems]
-                stats.skipped = sum(1 for p in read.problems if p.line is not None)
+                stats.problems = read.report()  # the first problems named, the rest counted by kind
+                stats.problem_count, stats.skipped = read.problem_count, read.skipped
                 stats.enriched = enriched
                 if stats.added or stats.updated or stats.removed:
                     self._mark_changed(index)  # other processes on the same Chroma server refresh
@@ -511,9 +511,9 @@ class Engine:
         for paper in read.papers:
             found = stored.get(paper.paper_id)
             if found is not None and found[0] != paper.content_hash and not (found[1] and all(map(own, found[1]))):
-                read.problems.append(Problem(paper.source, paper.line or None,
-                                             f"id {paper.paper_id!r} is already in the index from another file; "
-                                             "kept that paper (give this record an id of its own to add it)"))
+                read.add_problem(Problem(paper.source, paper.line or None,
+                                         f"id {paper.paper_id!r} is already in the index from another file; "
+                                         "kept that paper (give this record an id of its own to add it)"))
                 refused.add(paper.source)
             else:
                 kept.append(paper)
@@ -554,7 +554,8 @@ class Engine:
         def run() -> None:
             try:
                 stats = self.ingest(paths, progress=progress, refresh_every=refresh_every)
-                state.summary = stats.summary() + (f"; {len(stats.problems)} problem(s)" if stats.problems else "")
+                problems = f"; {stats.problem_count:,} problem(s)" if stats.problem_count else ""
+                state.summary = stats.summary() + problems
             except Exception as exc:  # shown on the page; the papers stored so far stay searchable
                 state.failed, state.summary = True, f"indexing stopped: {exc}"
             finally:
