@@ -177,8 +177,10 @@ def check_author(author: Any) -> str | None:
 
 def check_history(history: Any) -> list[dict[str, Any]]:
     """Earlier turns as [{"role": "user"|"assistant", "content": text}], cleaned like the question; the last
-    MAX_HISTORY_TURNS are kept. An assistant turn may list the papers its answer cited (`"paper_ids": [...]`),
-    which lets a follow-up about "they" or "the paper" answer from those papers."""
+    MAX_HISTORY_TURNS are kept. A user turn is cut to MAX_QUESTION_CHARS like the question it was (a follow-up is
+    searched together with it: a 20,000-character one made that search take 6.5 s instead of 0.3 s), an
+    assistant turn to 20,000. An assistant turn may list the papers its answer cited (`"paper_ids": [...]`), which
+    lets a follow-up about "they" or "the paper" answer from those papers."""
     if history is None or history == "":
         return []
     if not isinstance(history, list) or not all(
@@ -189,7 +191,8 @@ def check_history(history: Any) -> list[dict[str, Any]]:
     for t in history[-MAX_HISTORY_TURNS:]:
         if t["role"] == "system":
             continue
-        turn: dict[str, Any] = {"role": t["role"], "content": _CONTROL.sub(" ", t["content"])[:20_000]}
+        cut = MAX_QUESTION_CHARS if t["role"] == "user" else 20_000
+        turn: dict[str, Any] = {"role": t["role"], "content": _CONTROL.sub(" ", t["content"][:cut])}
         ids = t.get("paper_ids")
         if isinstance(ids, list) and all(isinstance(i, str) and len(i) <= 200 for i in ids):
             turn["paper_ids"] = ids[:MAX_FOCUS]
@@ -211,10 +214,11 @@ def standalone_question(question: str, history: list[dict[str, Any]] | None) -> 
     """The query to retrieve with, without an LLM to rewrite follow-ups: a question that leans on the previous turn
     (a pronoun like "they", or an ellipsis like "And for images?") is searched together with the previous user
     question; any other question is searched alone, however short, so a change of topic is never glued to the
-    last one."""
+    last one. The two together are cut to MAX_QUESTION_CHARS, like any question (the previous one loses its end)."""
     previous = [t.get("content", "") for t in (history or []) if t.get("role") == "user" and t.get("content")]
     if previous and _leans_on_history(question) and (_ANAPHORA.search(question) or _ELLIPSIS.search(question)):
-        return f"{previous[-1]} {question}"
+        room = MAX_QUESTION_CHARS - len(question) - 1
+        return f"{previous[-1][:room].rstrip()} {question}" if room > 0 else question
     return question
 
 
