@@ -433,8 +433,8 @@ def test_an_upload_with_more_records_than_the_cap_is_refused_before_anything_is_
     with pytest.raises(UploadError) as refused:
         engine.ingest([path], upload=True)
     assert one_line(refused.value) == (
-        "this upload holds more than 5 papers; the page adds at most 5 at a time (embedding them keeps the server busy for "
-        "everyone). Upload it in smaller files, or add it with `rag ingest FILE` where the server runs.")
+        "this upload holds more than 5 papers; the page adds at most 5 at a time (embedding them keeps the server "
+        "busy for everyone). Upload it in smaller files, or add it with `rag ingest FILE` where the server runs.")
     assert engine.index.count() == 0
     assert engine.ingest([_upload(tmp_path / "gradio", "ok.jsonl", records[:5])], upload=True).added == 5
     assert engine.ingest([path]).added == 1  # the command line: no cap
