@@ -51,7 +51,7 @@ from rag.web.api_args import ApiDefaults, arity
 from rag.web.guard import Guard, LoginThrottle, allowed_hosts
 from rag.web.i18n import LANGUAGES, header, page_i18n, request_language, words
 from rag.web.mapview import MapPanel, warm as warm_map
-from rag.web.render import CSS, answer_markdown, export_markdown, inert, sources_panel
+from rag.web.render import CSS, FULL_TURNS, answer_markdown, export_markdown, inert, sources_panel
 from rag.web.session import ModelMenu, session_line
 
 log = logging.getLogger("rag.web")
@@ -256,7 +256,7 @@ class ChatApp:
                     answers.append(record)
                     history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1, lang)}
                     yield {page.chatbot: history, page.answers: answers,
-                           page.cards: sources_panel(answers, self.related_of(answers), lang),
+                           page.cards: sources_panel(answers, self.related_of(answers[-FULL_TURNS:]), lang),
                            page.box: "", page.export_id: export_id, **self.chip_updates(record, lang)}
         except Exception as exc:  # the message says what to do; the question stays in the conversation
             history[-1] = {"role": "assistant", "content": inert(public_message(exc, self.settings))}
@@ -422,7 +422,8 @@ class ChatApp:
             raise gr.Error(public_message(exc, self.settings), print_exception=False) from None
 
     def related_of(self, answers: list[dict]) -> dict[str, list[dict]]:
-        """The 5 nearest papers of every source shown (`rag.explore.related`), for the cards' "Related" lists."""
+        """The 5 nearest papers of every source of `answers` (`rag.explore.related`), for the cards' "Related"
+        lists: the answers whose cards are shown (`rag.web.render.FULL_TURNS`)."""
         out: dict[str, list[dict]] = {}
         for pid in {s["paper_id"] for a in answers for s in a["sources"]}:
             try:
