@@ -179,8 +179,8 @@ class Limits(BaseModel):
                                                                     "(a line is ~2 KB: some 10,000 votes).")
     feedback_text_chars: int = Field(20_000, ge=1, description="Each question and answer in a feedback line is cut "
                                                                "to this.")
-    export_max_age: int = Field(3600, ge=1, description="Seconds an export folder (and Gradio's cached copy of it) "
-                                                        "is kept.")
+    export_max_age: int = Field(3600, ge=1, description="Seconds an export folder is kept (in Gradio's upload "
+                                                        "folder, which Gradio serves without a copy).")
 
 
 #: The one instance of the limits (see `Limits`).
