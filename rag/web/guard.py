@@ -129,11 +129,11 @@ class UploadBudget:
         self.received.append([now, 0])
         return None
 
-    def spend(self, size: int) -> bool:
-        """Count `size` more bytes of the latest request admitted; False once the hour's bytes are spent."""
+    def spend(self, size: int, entry: list[float]) -> bool:
+        """Count `size` more bytes of the request `entry` (its [time, bytes] in `received`, the last one right after
+        `admit`); False once the hour's bytes are spent."""
         self.spent += size
-        if self.received:
-            self.received[-1][1] += size
+        entry[1] += size
         return self.spent <= self.bytes_per_hour
 
     def wait(self) -> float:
@@ -186,14 +186,14 @@ class Guard:
             await _too_large(send, cap)
             return
         state: dict[str, Any] = {"over": False, "started": False}
-        budget = None
+        budget: tuple[UploadBudget, list[float]] | None = None
         if scope.get("method") == "POST" and path.startswith(UPLOAD_PATHS):
             client = str((scope.get("client") or ("",))[0])
             over = self.uploads.admit(client, int(declared) if declared is not None and declared.isdigit() else None)
             if over is not None:
                 await _plain(send, 429, over[0], [(b"retry-after", str(int(over[1]) + 1).encode())])
                 return
-            budget = self.uploads
+            budget = (self.uploads, self.uploads.received[-1])  # this request's entry: admit just added it
         receive = self._capped(receive, cap, state, budget)
         if scope.get("method") == "POST" and path.rstrip("/").endswith("/login"):
             refused, receive = await _check_login(scope, receive, headers)
@@ -222,9 +222,11 @@ class Guard:
         return True
 
     @staticmethod
-    def _capped(receive: Receive, cap: int, state: dict[str, Any], budget: UploadBudget | None = None) -> Receive:
-        """`receive` counting the body: past `cap`, or past the hour's upload bytes of `budget`, the app sees the
-        client go away and the client gets a 413 (a 429 for the budget, `state["refusal"]`)."""
+    def _capped(receive: Receive, cap: int, state: dict[str, Any],
+                budget: tuple[UploadBudget, list[float]] | None = None) -> Receive:
+        """`receive` counting the body: past `cap`, or past the hour's upload bytes of `budget` (the allowance and
+        this request's entry in it), the app sees the client go away and the client gets a 413 (a 429 for the
+        budget, `state["refusal"]`)."""
         seen = 0
 
         async def wrapped() -> Message:
@@ -238,10 +240,10 @@ class Guard:
                 if seen > cap:
                     state["over"] = True
                     return {"type": "http.disconnect"}
-                if budget is not None and not budget.spend(size):
+                if budget is not None and not budget[0].spend(size, budget[1]):
                     state["over"] = True
-                    state["refusal"] = (429, budget.spent_message(),
-                                        [(b"retry-after", str(int(budget.wait()) + 1).encode())])
+                    state["refusal"] = (429, budget[0].spent_message(),
+                                        [(b"retry-after", str(int(budget[0].wait()) + 1).encode())])
                     return {"type": "http.disconnect"}
             return message
 
