@@ -31,7 +31,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from rag.text import visible
 
@@ -179,8 +179,7 @@ def read_paths(paths: Sequence[str | Path], max_papers: int | None = None) -> Re
     anyway costs no more than that many papers' memory."""
     result = ReadResult()
     seen: dict[str, int] = {}  # id -> its index in result.papers
-    problems = _Problems(result)
-    for path in _expand(paths, problems):
+    for path in _expand(paths, result.add_problem):
         clean = True
         for item in _read_file(path):
             if isinstance(item, Problem):
@@ -214,18 +213,11 @@ def read_paths(paths: Sequence[str | Path], max_papers: int | None = None) -> Re
     return result
 
 
-class _Problems:
-    """`_expand`'s sink for problems: `list.append` into `ReadResult.add_problem`."""
-
-    def __init__(self, result: ReadResult) -> None:
-        self.append = result.add_problem
-
-
-def _expand(paths: Sequence[str | Path], problems: Any) -> Iterator[Path]:
+def _expand(paths: Sequence[str | Path], problem: Callable[[Problem], None]) -> Iterator[Path]:
     for raw in paths:
         path = Path(raw)
         if not path.exists():
-            problems.append(Problem(str(path), None, "no such file or directory"))
+            problem(Problem(str(path), None, "no such file or directory"))
         elif path.is_dir():
             errors: list[OSError] = []
             children: list[Path] = []
@@ -233,16 +225,15 @@ def _expand(paths: Sequence[str | Path], problems: Any) -> Iterator[Path]:
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
                 children += [Path(root, f) for f in files if not f.startswith(".")]
             for exc in errors:  # os.walk skips what it cannot list; say so
-                problems.append(Problem(str(exc.filename or path), None,
-                                        f"cannot list directory: {exc.strerror or exc}"))
+                problem(Problem(str(exc.filename or path), None, f"cannot list directory: {exc.strerror or exc}"))
             for child in sorted(children):
                 # is_file() also drops broken links, FIFOs (reading one would block) and sockets.
                 if (child.suffix.lower() in SUPPORTED_SUFFIXES and child.name.lower() != "readme.md"
                         and child.is_file()):
                     yield child
         elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
-            problems.append(Problem(str(path), None, f"unsupported file type {path.suffix or '(none)'!r}; "
-                                    f"use one of {', '.join(sorted(SUPPORTED_SUFFIXES))}"))
+            problem(Problem(str(path), None, f"unsupported file type {path.suffix or '(none)'!r}; "
+                            f"use one of {', '.join(sorted(SUPPORTED_SUFFIXES))}"))
         else:
             yield path
 
