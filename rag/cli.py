@@ -203,8 +203,9 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
     re-ingested file leave the index (once no other ingested file holds them).
 
     \b
-    Bad records are skipped and reported as file:line: reason. Exit code: 0 all records ingested,
-    1 some skipped, 2 nothing ingested.
+    Bad records are skipped and reported as file:line: reason, the first 100 of them; the rest are
+    counted by kind ("… and 2,099,990 more like this: invalid JSON: Expecting value"). Exit code:
+    0 all records ingested, 1 some skipped, 2 nothing ingested.
     """
     engine = _engine(**settings)
     if if_empty and not engine.is_empty():

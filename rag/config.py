@@ -166,16 +166,21 @@ class Limits(BaseModel):
                                                      "before that name is answered 429 (rag/web/guard.py).")
     login_window: float = Field(60.0, gt=0, description="... the window, in seconds.")
     uploads_per_session_hour: int = Field(10, ge=1, description="\"Add papers\" uploads one browser session may "
-                                                                "make in an hour.")
+                                                                "make in an hour; also the upload route's requests "
+                                                                "from one client address (rag/web/guard.py).")
     uploads_per_hour: int = Field(
         60, ge=1, description="... and all sessions together (a client picks its own session id; each upload is "
-        "capped in records by upload_max_records).")
+        "capped in records by upload_max_records); also the upload route's requests from all clients.")
+    upload_bytes_per_hour: int = Field(
+        500 * 1024 * 1024, ge=1, description="Bytes the upload route takes from all clients together in an hour "
+        "(rag/web/guard.py; Gradio keeps an upload an hour): ten full uploads. 15 POSTs of 10 MB were kept in 2.7 s, "
+        "so a loop could fill the disk in minutes.")
     feedback_bytes: int = Field(20 * 1024 * 1024, ge=1, description="The feedback file stops growing at this size "
                                                                     "(a line is ~2 KB: some 10,000 votes).")
     feedback_text_chars: int = Field(20_000, ge=1, description="Each question and answer in a feedback line is cut "
                                                                "to this.")
-    export_max_age: int = Field(3600, ge=1, description="Seconds an export folder (and Gradio's cached copy of it) "
-                                                        "is kept.")
+    export_max_age: int = Field(3600, ge=1, description="Seconds an export folder is kept (in Gradio's upload "
+                                                        "folder, which Gradio serves without a copy).")
 
 
 #: The one instance of the limits (see `Limits`).

@@ -102,7 +102,8 @@ class IngestStats:
     embedded_chunks: int = 0  # chunks stored, the shipped ones included
     shipped_chunks: int = 0  # of those, from the bundled list's shipped vectors (rag.store.prebuilt), not embedded
     seconds: float = 0.0
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # the first problems, then counts of the rest by kind
+    problem_count: int = 0  # all problems, named or counted
 
     def summary(self) -> str:
         matched = f", {self.enriched} matched to ICLR 2025 papers" if self.enriched else ""

@@ -23,6 +23,7 @@ against the store.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import json
 import os
@@ -30,7 +31,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from rag.text import visible
 
@@ -46,10 +47,21 @@ MAX_FIELD_CHARS = 2_000  # title, venue, url, ...
 # in all); 2,500 authors of 2 KB each made every answer that cited the paper carry a 5 MB cards panel.
 MAX_NAMES = 200
 MAX_NAMES_CHARS = 10_000
+# A report names the first MAX_PROBLEMS_NAMED problems and counts the rest by kind (file and reason, its numbers and
+# quoted values left out), at most MAX_PROBLEM_KINDS kinds: a 4 MB file of "x" lines is 2.1 million bad records,
+# and keeping each as a Problem took 850 MB and a 154 MB report pushed to the page.
+MAX_PROBLEMS_NAMED = 100
+MAX_PROBLEM_KINDS = 50
+# ... and reading stops once there are more than MAX_PROBLEMS problems and PROBLEMS_PER_PAPER times as many problems
+# as papers: the file is not a papers file, and each bad line costs the decoder's error (2.1 million took 40-90 s
+# under the ingest lock). A big real file with some bad records (150,000 of 3 million) is read to its end.
+MAX_PROBLEMS = 100_000
+PROBLEMS_PER_PAPER = 10
 
 _SURROGATE = re.compile("[\ud800-\udfff]")  # undecodable bytes (surrogateescape) or JSON "\\ud800"
 _JSON_MARK = re.compile(r'[][{}",\\\n]')  # what `_next_element` looks at
 _INDENT = re.compile(r"[ \t]*")
+_SPECIFIC = re.compile(r"'[^']{2,}'|\"[^\"]{2,}\"|\d[\d,.]*")  # what differs between problems of one kind
 
 
 @dataclass(frozen=True)
@@ -104,11 +116,47 @@ class Problem:
 
 @dataclass
 class ReadResult:
+    """What `read_paths` read. Its problems are bounded whatever the files hold: `problems` keeps the first
+    MAX_PROBLEMS_NAMED, `more` counts the others by kind (`kind_of`), `problem_count` and `skipped` count them all.
+    Add problems with `add_problem`, which keeps these in step."""
+
     papers: list[Paper] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     # Files read without a single problem: only these are mirrored (papers no longer in them leave the index).
     # A file with a broken record keeps its old papers, since the broken record may be one of them.
     files: list[str] = field(default_factory=list)
+    problem_count: int = 0  # every problem, named or counted
+    skipped: int = 0  # of those, the records skipped (a problem with a line; the others are about a whole file)
+    more: dict[tuple[str, str], int] = field(default_factory=dict)  # (file, kind) -> problems not named
+    too_many_papers: bool = False  # `read_paths(max_papers=...)` stopped reading at the paper past the cap
+    stopped: Problem | None = None  # where and why reading stopped at MAX_PROBLEMS problems (see there)
+
+    def add_problem(self, problem: Problem) -> None:
+        self.problem_count += 1
+        self.skipped += problem.line is not None
+        if len(self.problems) < MAX_PROBLEMS_NAMED:
+            self.problems.append(problem)
+            return
+        key = (problem.path, kind_of(problem.reason))
+        if key not in self.more and len(self.more) >= MAX_PROBLEM_KINDS:
+            key = ("", "other problems")
+        self.more[key] = self.more.get(key, 0) + 1
+
+    def report(self) -> list[str]:
+        """Each named problem as `file:line: reason`, then one line per kind of the rest
+        (`file: … and 99,900 more like this: invalid JSON: Expecting value`), then where reading stopped, if it did."""
+        counted = sorted(self.more.items(), key=lambda item: -item[1])
+        return [str(p) for p in self.problems] + [
+            f"{path + ': ' if path else ''}… and {n:,} more like this: {kind}" for (path, kind), n in counted
+        ] + ([str(self.stopped)] if self.stopped else [])
+
+
+@functools.lru_cache(maxsize=1024)  # the reasons of a broken file repeat: a dict lookup, not a regex, per problem
+def kind_of(reason: str) -> str:
+    """A problem's reason without what differs from record to record (numbers, quoted values), cut to 200
+    characters: "abstract too short (3 characters)" -> "abstract too short (N characters)"."""
+    kind = _SPECIFIC.sub(lambda m: "N" if m.group()[0].isdigit() else "'…'", reason)
+    return kind if len(kind) <= 200 else kind[:199] + "…"
 
 
 def normalize_text(text: str) -> str:
@@ -124,28 +172,40 @@ def stable_id(text: str, prefix: str = "abs-") -> str:
     return prefix + hashlib.sha256(normalize_text(text).lower().encode("utf-8")).hexdigest()[:16]
 
 
-def read_paths(paths: Sequence[str | Path]) -> ReadResult:
+def read_paths(paths: Sequence[str | Path], max_papers: int | None = None) -> ReadResult:
     """Read files and directories into papers. Duplicate ids keep the first record and report the others; an exact
-    repeat in another file is noted in `also_in`, since that file holds the paper too (see `rag.store.index`)."""
+    repeat in another file is noted in `also_in`, since that file holds the paper too (see `rag.store.index`).
+    With `max_papers`, reading stops at the first paper past it (`too_many_papers`): an upload the page refuses
+    anyway costs no more than that many papers' memory."""
     result = ReadResult()
     seen: dict[str, int] = {}  # id -> its index in result.papers
-    for path in _expand(paths, result.problems):
+    for path in _expand(paths, result.add_problem):
         clean = True
         for item in _read_file(path):
             if isinstance(item, Problem):
-                result.problems.append(item)
+                result.add_problem(item)
                 clean = False
+                if result.problem_count > MAX_PROBLEMS and result.problem_count > PROBLEMS_PER_PAPER * len(
+                        result.papers):
+                    result.stopped = Problem(str(path), item.line, (
+                        f"stopped reading here, after {result.problem_count:,} problems and "
+                        f"{len(result.papers):,} papers: this does not look like a papers file (nothing after this "
+                        "line, or in the files after it, was read). Fix it, or ingest its good records on their own."))
+                    return result
                 continue
             index = seen.get(item.paper_id)
             if index is not None:
                 first = result.papers[index]
                 if first.content_hash != item.content_hash:
-                    result.problems.append(Problem(str(path), item.line,
-                                                   f"duplicate id {item.paper_id!r} with different content "
-                                                   f"(first at {first.source}:{first.line}); kept the first"))
+                    result.add_problem(Problem(str(path), item.line,
+                                               f"duplicate id {item.paper_id!r} with different content "
+                                               f"(first at {first.source}:{first.line}); kept the first"))
                 elif item.source not in {first.source, *(source for source, _ in first.also_in)}:
                     result.papers[index] = replace(first, also_in=first.also_in + ((item.source, item.position),))
                 continue  # an exact repeat is harmless and not worth a warning
+            if max_papers is not None and len(result.papers) >= max_papers:
+                result.too_many_papers = True
+                return result
             seen[item.paper_id] = len(result.papers)
             result.papers.append(item)
         if clean:
@@ -153,11 +213,11 @@ def read_paths(paths: Sequence[str | Path]) -> ReadResult:
     return result
 
 
-def _expand(paths: Sequence[str | Path], problems: list[Problem]) -> Iterator[Path]:
+def _expand(paths: Sequence[str | Path], problem: Callable[[Problem], None]) -> Iterator[Path]:
     for raw in paths:
         path = Path(raw)
         if not path.exists():
-            problems.append(Problem(str(path), None, "no such file or directory"))
+            problem(Problem(str(path), None, "no such file or directory"))
         elif path.is_dir():
             errors: list[OSError] = []
             children: list[Path] = []
@@ -165,16 +225,15 @@ def _expand(paths: Sequence[str | Path], problems: list[Problem]) -> Iterator[Pa
                 dirs[:] = [d for d in dirs if not d.startswith(".")]
                 children += [Path(root, f) for f in files if not f.startswith(".")]
             for exc in errors:  # os.walk skips what it cannot list; say so
-                problems.append(Problem(str(exc.filename or path), None,
-                                        f"cannot list directory: {exc.strerror or exc}"))
+                problem(Problem(str(exc.filename or path), None, f"cannot list directory: {exc.strerror or exc}"))
             for child in sorted(children):
                 # is_file() also drops broken links, FIFOs (reading one would block) and sockets.
                 if (child.suffix.lower() in SUPPORTED_SUFFIXES and child.name.lower() != "readme.md"
                         and child.is_file()):
                     yield child
         elif path.suffix.lower() not in SUPPORTED_SUFFIXES:
-            problems.append(Problem(str(path), None, f"unsupported file type {path.suffix or '(none)'!r}; "
-                                    f"use one of {', '.join(sorted(SUPPORTED_SUFFIXES))}"))
+            problem(Problem(str(path), None, f"unsupported file type {path.suffix or '(none)'!r}; "
+                            f"use one of {', '.join(sorted(SUPPORTED_SUFFIXES))}"))
         else:
             yield path
 
@@ -188,6 +247,7 @@ def _read_file(path: Path) -> Iterator[Paper | Problem]:
     # surrogateescape keeps undecodable bytes visible as lone surrogates, so one bad byte costs one record,
     # not the whole file.
     text = data.decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")
+    del data  # this generator lives as long as the file is read: hold its text once, not twice
     if not text.strip():
         yield Problem(str(path), None, "empty file")
         return

@@ -38,6 +38,7 @@ from typing import Any
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
 from gradio.helpers import Examples
+from gradio.utils import get_upload_folder
 
 from rag.config import LIMITS
 from rag.errors import RagError, one_line
@@ -51,7 +52,7 @@ from rag.web.api_args import ApiDefaults, arity
 from rag.web.guard import Guard, LoginThrottle, allowed_hosts
 from rag.web.i18n import LANGUAGES, header, page_i18n, request_language, words
 from rag.web.mapview import MapPanel, warm as warm_map
-from rag.web.render import CSS, answer_markdown, export_markdown, inert, sources_panel
+from rag.web.render import CSS, FULL_TURNS, answer_markdown, export_markdown, inert, sources_panel
 from rag.web.session import ModelMenu, session_line
 
 log = logging.getLogger("rag.web")
@@ -215,9 +216,13 @@ class ChatApp:
         self.upload_lock = threading.Lock()
         self.uploads: dict[str, deque[float]] = {}  # each session's upload times in the last hour
         self.uploads_all: deque[float] = deque()
-        for old in Path(tempfile.gettempdir()).glob("rag-export-*"):  # export folders of servers long gone
-            _sweep(old.parent, EXPORT_MAX_AGE, only=old)
-        self.export_root = Path(tempfile.mkdtemp(prefix="rag-export-")).resolve()
+        # The export folders live in Gradio's upload folder, which it serves without copying: a file handed to a
+        # page from anywhere else is copied there, a copy per version (`write_export`).
+        cache = Path(get_upload_folder())
+        cache.mkdir(parents=True, exist_ok=True)
+        for old in [*Path(tempfile.gettempdir()).glob("rag-export-*"), *cache.glob("rag-export-*")]:
+            _sweep(old.parent, EXPORT_MAX_AGE, only=old)  # export folders of servers long gone
+        self.export_root = Path(tempfile.mkdtemp(prefix="rag-export-", dir=cache)).resolve()
         self.menu = ModelMenu(engine)
         self.page: Page | None = None  # set by `build`
 
@@ -256,7 +261,7 @@ class ChatApp:
                     answers.append(record)
                     history[-1] = {"role": "assistant", "content": answer_markdown(record, len(answers) - 1, lang)}
                     yield {page.chatbot: history, page.answers: answers,
-                           page.cards: sources_panel(answers, self.related_of(answers), lang),
+                           page.cards: sources_panel(answers, self.related_of(answers[-FULL_TURNS:]), lang),
                            page.box: "", page.export_id: export_id, **self.chip_updates(record, lang)}
         except Exception as exc:  # the message says what to do; the question stays in the conversation
             history[-1] = {"role": "assistant", "content": inert(public_message(exc, self.settings))}
@@ -286,30 +291,41 @@ class ChatApp:
 
     def write_export(self, answers: list[dict], export_id: str, kind: str) -> str:
         """The session's conversation as a file ("md" or "json"), written when its export button is clicked, in
-        one folder per browser session. Written on the click, not after each answer: Gradio keeps a copy of every
-        version of a file handed to the page (named by its content), and re-exporting the whole conversation
-        after each answer filled 519 MB in 103 s. A click with no new answer hands out the same file again (same
-        content, so no new copy). The folder's name is a random id the server made (never the client's session
-        hash), and folders untouched for an hour are removed; Gradio's cached copies go by `delete_cache`."""
+        one folder per browser session. Written on the click, not after each answer (re-exporting the whole
+        conversation after each answer filled 519 MB in 103 s), and one file per conversation and kind: a new
+        version replaces the one before. The folder is in Gradio's upload folder (`export_root`), which Gradio
+        serves as is: a file from anywhere else is copied there, a copy per version kept for an hour, and 60 rounds
+        of ask + Export JSON kept 101 MB, quadratic in the rounds. Each version has a folder named by its content,
+        so a page never downloads an older one from its cache. A click with no new answer hands out the same file
+        again. The session's folder is named by a random id the server made (never the client's session hash),
+        and folders untouched for an hour are removed."""
         if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", export_id):
             raise ValueError("bad export id")
         folder = (self.export_root / export_id).resolve()
         if folder.parent != self.export_root.resolve():
             raise ValueError("bad export id")
         _sweep(self.export_root, max_age=EXPORT_MAX_AGE)
-        folder.mkdir(exist_ok=True)
-        path = folder / f"conversation.{kind}"
+        name = f"conversation.{kind}"
+        earlier = sorted(folder.glob(f"*/{name}"))
         if kind == "md":
             text = export_markdown(answers)
         else:
-            try:  # the same answers as the file written before: keep it (its "exported" time included)
-                if json.loads(path.read_text(encoding="utf-8"))["answers"] == answers:
-                    return str(path)
-            except (OSError, ValueError, KeyError, TypeError):
-                pass
+            for path in earlier:  # the same answers as the file written before: keep it (its "exported" time too)
+                try:
+                    if json.loads(path.read_text(encoding="utf-8"))["answers"] == answers:
+                        return str(path)
+                except (OSError, ValueError, KeyError, TypeError):
+                    pass
             text = json.dumps({"exported": time.strftime("%Y-%m-%dT%H:%M:%S"), "answers": answers},
                               ensure_ascii=False, indent=1)
-        if not (path.exists() and path.read_text(encoding="utf-8") == text):
+        path = folder / hashlib.sha256(text.encode("utf-8")).hexdigest()[:16] / name
+        for old in earlier:
+            if old != path:
+                old.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    old.parent.rmdir()
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
         return str(path)
 
@@ -422,7 +438,8 @@ class ChatApp:
             raise gr.Error(public_message(exc, self.settings), print_exception=False) from None
 
     def related_of(self, answers: list[dict]) -> dict[str, list[dict]]:
-        """The 5 nearest papers of every source shown (`rag.explore.related`), for the cards' "Related" lists."""
+        """The 5 nearest papers of every source of `answers` (`rag.explore.related`), for the cards' "Related"
+        lists: the answers whose cards are shown (`rag.web.render.FULL_TURNS`)."""
         out: dict[str, list[dict]] = {}
         for pid in {s["paper_id"] for a in answers for s in a["sources"]}:
             try:

@@ -13,6 +13,10 @@ login check Gradio calls (`LoginThrottle`).
 - **Request body caps.** A body larger than `max_body` bytes (by Content-Length, or counted as it streams in) is
   refused with 413 before the app reads it, so a 100 MB "question" costs nothing; the upload route has a cap of
   its own for the whole request (`max_upload`; Gradio's `max_file_size` is per file, up to 1,000 files a request).
+- **Upload allowance** (`UploadBudget`). The upload route is under the limits of "Add papers", which uses it: so many
+  upload requests an hour from one client address and from all together, and a byte budget an hour for all
+  together, counted as the body streams in; past them, 429 with Retry-After. Gradio keeps every upload for an hour
+  with or without a login, and 15 POSTs of 10 MB were taken in 2.7 s: a loop filled the disk in minutes.
 - **Login form shape.** `/login` takes exactly one `username` and one `password`, form-encoded or multipart (what
   Gradio's login page sends); a repeated field, another content type or a body over 64 KB is refused with 400/415/
   413 before Gradio reads it, so no parser difference can decide which name is checked.
@@ -50,6 +54,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 MAX_BODY = LIMITS.request_bytes
 MAX_UPLOAD = LIMITS.upload_bytes  # the whole upload request; also each file's (Gradio's max_file_size, app.py)
 MAX_LOGIN_BODY = LIMITS.login_bytes
+UPLOADS_PER_CLIENT_HOUR, UPLOADS_PER_HOUR = LIMITS.uploads_per_session_hour, LIMITS.uploads_per_hour
+UPLOAD_BYTES_PER_HOUR = LIMITS.upload_bytes_per_hour
 UPLOAD_PATHS = ("/gradio_api/upload", "/gradio_api/process_recording")
 LOGIN_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
@@ -89,14 +95,79 @@ def host_name(header: bytes | None) -> str:
     return value.rsplit(":", 1)[0].rstrip(".") if value.count(":") == 1 else value.rstrip(".")
 
 
+class UploadBudget:
+    """What the upload route takes in an hour: `per_client` requests from one client address, `per_hour` requests
+    and `bytes_per_hour` bytes from all clients together (the module docstring says why). A client address is
+    uvicorn's, which a proxy on loopback may set from X-Forwarded-For; the totals hold whatever a client claims.
+    Used from the server's event loop only, so it needs no lock."""
+
+    def __init__(self, per_client: int | None = None, per_hour: int | None = None,
+                 bytes_per_hour: int | None = None, window: float = 3600.0) -> None:
+        self.per_client = UPLOADS_PER_CLIENT_HOUR if per_client is None else per_client
+        self.per_hour = UPLOADS_PER_HOUR if per_hour is None else per_hour
+        self.bytes_per_hour = UPLOAD_BYTES_PER_HOUR if bytes_per_hour is None else bytes_per_hour
+        self.window = window
+        self.clients: dict[str, deque[float]] = {}
+        self.requests: deque[float] = deque()
+        self.received: deque[list[float]] = deque()  # [time, bytes] of each request, its bytes as counted so far
+        self.spent = 0
+
+    def admit(self, client: str, declared: int | None) -> tuple[str, float] | None:
+        """None when this request may upload now (it is then counted), else (why, seconds to wait)."""
+        now = time.monotonic()
+        self._forget(now)
+        mine = self.clients.setdefault(client, deque())
+        for times, limit, whose in ((mine, self.per_client, "This address has"),
+                                    (self.requests, self.per_hour, "All clients together have")):
+            if len(times) >= limit:
+                return (f"{whose} uploaded {limit} times in the last hour; "
+                        f"{_try_again(self.window - (now - times[0]))}"), self.window - (now - times[0])
+        if self.spent >= self.bytes_per_hour or declared is not None and declared > self.bytes_per_hour - self.spent:
+            return self.spent_message(), self.wait()
+        mine.append(now)
+        self.requests.append(now)
+        self.received.append([now, 0])
+        return None
+
+    def spend(self, size: int, entry: list[float]) -> bool:
+        """Count `size` more bytes of the request `entry` (its [time, bytes] in `received`, the last one right after
+        `admit`); False once the hour's bytes are spent."""
+        self.spent += size
+        entry[1] += size
+        return self.spent <= self.bytes_per_hour
+
+    def wait(self) -> float:
+        """Seconds until the oldest upload counted leaves the hour."""
+        return self.window - (time.monotonic() - self.received[0][0]) if self.received else self.window
+
+    def spent_message(self) -> str:
+        return (f"The server has taken {self.bytes_per_hour // 1024 // 1024} MB of uploads in the last hour; "
+                f"{_try_again(self.wait())}")
+
+    def _forget(self, now: float) -> None:
+        for times in [self.requests, *self.clients.values()]:
+            while times and now - times[0] > self.window:
+                times.popleft()
+        for name in [n for n, t in self.clients.items() if not t]:
+            del self.clients[name]
+        while self.received and now - self.received[0][0] > self.window:
+            self.spent -= int(self.received.popleft()[1])
+
+
+def _try_again(seconds: float) -> str:
+    return (f"try again in {max(1, round(seconds / 60))} min, or ask whoever runs the server to add the papers with "
+            "`rag ingest`.")
+
+
 class Guard:
-    """Wrap an ASGI app with the policy, the host check, the body caps and the login form check (see the module
-    docstring)."""
+    """Wrap an ASGI app with the policy, the host check, the body caps, the upload allowance and the login form
+    check (see the module docstring)."""
 
     def __init__(self, app: ASGIApp, max_body: int = MAX_BODY, max_upload: int = MAX_UPLOAD,
-                 hosts: Iterable[str] | None = LOOPBACK) -> None:
+                 hosts: Iterable[str] | None = LOOPBACK, uploads: UploadBudget | None = None) -> None:
         self.app, self.max_body, self.max_upload = app, max_body, max_upload
         self.hosts = None if hosts is None else frozenset(hosts)
+        self.uploads = uploads or UploadBudget()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -115,7 +186,15 @@ class Guard:
             await _too_large(send, cap)
             return
         state: dict[str, Any] = {"over": False, "started": False}
-        receive = self._capped(receive, cap, state)
+        budget: tuple[UploadBudget, list[float]] | None = None
+        if scope.get("method") == "POST" and path.startswith(UPLOAD_PATHS):
+            client = str((scope.get("client") or ("",))[0])
+            over = self.uploads.admit(client, int(declared) if declared is not None and declared.isdigit() else None)
+            if over is not None:
+                await _plain(send, 429, over[0], [(b"retry-after", str(int(over[1]) + 1).encode())])
+                return
+            budget = (self.uploads, self.uploads.received[-1])  # this request's entry: admit just added it
+        receive = self._capped(receive, cap, state, budget)
         if scope.get("method") == "POST" and path.rstrip("/").endswith("/login"):
             refused, receive = await _check_login(scope, receive, headers)
             if refused:
@@ -128,7 +207,7 @@ class Guard:
                 raise
         if state["over"] and not state["started"]:  # the app gave up on the cut-off body without answering
             state["started"] = True
-            await _too_large(send, cap)
+            await _refuse(send, state, cap)
 
     async def _refused_host(self, scope: Scope, headers: dict[bytes, bytes], send: Send) -> bool:
         """Refuse a request naming a host this server does not answer to (DNS rebinding): a websocket is closed
@@ -143,7 +222,11 @@ class Guard:
         return True
 
     @staticmethod
-    def _capped(receive: Receive, cap: int, state: dict[str, Any]) -> Receive:
+    def _capped(receive: Receive, cap: int, state: dict[str, Any],
+                budget: tuple[UploadBudget, list[float]] | None = None) -> Receive:
+        """`receive` counting the body: past `cap`, or past the hour's upload bytes of `budget` (the allowance and
+        this request's entry in it), the app sees the client go away and the client gets a 413 (a 429 for the
+        budget, `state["refusal"]`)."""
         seen = 0
 
         async def wrapped() -> Message:
@@ -152,9 +235,15 @@ class Guard:
                 return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > cap:  # a streamed body past the cap: the app sees the client go away, the client a 413
+                size = len(message.get("body", b""))
+                seen += size
+                if seen > cap:
                     state["over"] = True
+                    return {"type": "http.disconnect"}
+                if budget is not None and not budget[0].spend(size, budget[1]):
+                    state["over"] = True
+                    state["refusal"] = (429, budget[0].spent_message(),
+                                        [(b"retry-after", str(int(budget[0].wait()) + 1).encode())])
                     return {"type": "http.disconnect"}
             return message
 
@@ -164,14 +253,14 @@ class Guard:
 def _secured(send: Send, state: dict[str, Any], cap: int) -> Send:
     """`send` with the policy: every response gets the Content-Security-Policy (with a fresh nonce on each inline
     `<script>` of an HTML page, whose start is held until its body is whole), nosniff and no-referrer; an answer to
-    a body cut off at `cap` (`state["over"]`, set by `Guard._capped`) becomes a 413."""
+    a body cut off at `cap` (`state["over"]`, set by `Guard._capped`) becomes a 413 (or `state["refusal"]`)."""
     nonce = secrets.token_urlsafe(16)
 
     async def send_wrapped(message: Message) -> None:
         if state["over"] and not state["started"]:  # the app answered a body cut off at the cap: 413 instead
             if message["type"] == "http.response.start":
                 state["started"] = True
-                await _too_large(send, cap)
+                await _refuse(send, state, cap)
             return
         if state["over"]:
             return
@@ -204,6 +293,14 @@ def _secured(send: Send, state: dict[str, Any], cap: int) -> Send:
 
 async def _too_large(send: Send, cap: int) -> None:
     await _plain(send, 413, f"Request too large (over {cap // 1024 // 1024} MB).")
+
+
+async def _refuse(send: Send, state: dict[str, Any], cap: int) -> None:
+    """The answer to a body cut off by `Guard._capped`: its refusal, or 413 for the cap."""
+    if "refusal" in state:
+        await _plain(send, *state["refusal"])
+    else:
+        await _too_large(send, cap)
 
 
 async def _check_login(scope: Scope, receive: Receive, headers: dict[bytes, bytes]

@@ -80,6 +80,8 @@ SERVER_WORDS: dict[str, tuple[str, str]] = {
     "authors_unordered": ("Authors (order not known): ", "作者（顺序未知）："),
     "and_more": (" … and {n} more", " … 另有 {n} 位"),
     "sources_of": ("Sources of answer {n}", "回答 {n} 的来源"),
+    "sources_older": ("The sources of answers 1–{n} are in the export (Export Markdown or JSON).",
+                      "回答 1–{n} 的来源在导出文件中（导出 Markdown 或 JSON）。"),
     "nearest": ("Nearest papers:", "最接近的论文："),
     "type_a_question": ("Type a question first.", "请先输入问题。"),
     "footer_extractive": ("extractive", "抽取式回答"),

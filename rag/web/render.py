@@ -37,6 +37,7 @@ CSS = """
 .src-abstract {font-size: 0.9em; margin-top: 6px;}
 .turn-sources > summary {cursor: pointer; margin: 8px 0;}
 .src-more > summary {cursor: pointer; margin: 0 0 10px 0; font-weight: 600;}
+.src-list {margin: 4px 0 10px 0; padding-left: 1.2em; font-size: 0.9em;}
 .src-more[open] > summary {display: none;}
 .src-authors > summary {cursor: pointer; display: inline;}
 .src-note {font-size: 0.85em; font-style: italic; opacity: 0.8;}
@@ -237,19 +238,40 @@ def _authors(s: dict, lang: str = "en") -> str:
             f'(+{len(every) - 8})</summary>{rest}</details>')
 
 
+# The panel keeps a session's page bounded: the latest FULL_TURNS answers' cards in full (the latest, and the one
+# before it that a follow-up asks about), the LISTED_TURNS before them as a line per source (its [n] still a link
+# target), and older answers only counted. With every earlier answer's cards (and their related papers) re-sent,
+# each answer at k=20 added 0.5 MB to every later one: 80 questions made the 80th answer 30 MB and 6.3 s.
+FULL_TURNS, LISTED_TURNS = 2, 20
+
+
 def sources_panel(answers: list[dict], related: dict[str, list[dict]] | None = None, lang: str = "en") -> str:
-    """The panel beside the chat: the latest answer's source cards, earlier answers' behind their question. Its
-    headings in `lang` (`rag.web.i18n`)."""
+    """The panel beside the chat: the latest answer's source cards, earlier answers' behind their question (the
+    FULL_TURNS latest as cards, the LISTED_TURNS before them as a list of titles, older ones counted: their sources
+    are in the export). Its headings in `lang` (`rag.web.i18n`)."""
     if not answers:
         return f'<p class="src-empty">{words("sources_empty", lang)}</p>'
     latest = len(answers) - 1
     parts = [f"<h3>{words('sources_of', lang, n=latest + 1)}</h3>",
              source_cards(answers[latest], latest, related, lang)]
-    for turn in range(latest - 1, -1, -1):
+    older = max(latest + 1 - FULL_TURNS - LISTED_TURNS, 0)  # answers only counted
+    for turn in range(latest - 1, older - 1, -1):
+        listed = turn <= latest - FULL_TURNS
         parts.append(f'<details class="turn-sources"><summary>{words("sources_of", lang, n=turn + 1)}: '
                      f'{_esc(answers[turn]["question"][:80])}</summary>'
-                     f"{source_cards(answers[turn], turn, related, lang)}</details>")
+                     + (source_list(answers[turn], turn) if listed else source_cards(answers[turn], turn, related,
+                                                                                       lang))
+                     + "</details>")
+    if older:
+        parts.append(f'<p class="src-note">{words("sources_older", lang, n=older)}</p>')
     return "\n".join(parts)
+
+
+def source_list(answer: dict, turn: int) -> str:
+    """An earlier answer's sources as one line each, "[n] title · OpenReview", each the target of its [n] links."""
+    return '<ul class="src-list">' + "".join(
+        f'<li id="src-{turn}-{s["n"]}">[{s["n"]}] {_esc(readable(s["title"]))}{_openreview(s["url"])}</li>'
+        for s in answer["sources"]) + "</ul>"
 
 
 def _without_outcome_line(answer: dict) -> dict:

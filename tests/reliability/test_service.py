@@ -308,9 +308,9 @@ def test_the_api_key_is_in_no_log_export_feedback_or_answer(service, llm, capfd,
     for path in list(Path(data_dir).rglob("*")) + list(Path(data_dir).parent.rglob("*")):
         if path.is_file() and path.stat().st_size < 50_000_000:
             texts.append(path.read_bytes().decode("utf-8", "replace"))
-    import tempfile
+    from gradio.utils import get_upload_folder
 
-    for folder in Path(tempfile.gettempdir()).glob("rag-export-*"):
+    for folder in Path(get_upload_folder()).glob("rag-export-*"):  # the exports (rag.web.app.ChatApp.write_export)
         texts += [p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file()]
     captured = capfd.readouterr()
     texts += [captured.out, captured.err, caplog.text]

@@ -433,12 +433,33 @@ def test_an_upload_with_more_records_than_the_cap_is_refused_before_anything_is_
     with pytest.raises(UploadError) as refused:
         engine.ingest([path], upload=True)
     assert one_line(refused.value) == (
-        "this upload holds 6 papers; the page adds at most 5 at a time (embedding them keeps the server busy for "
-        "everyone). Upload it in smaller files, or add it with `rag ingest FILE` where the server runs.")
+        "this upload holds more than 5 papers; the page adds at most 5 at a time (embedding them keeps the server "
+        "busy for everyone). Upload it in smaller files, or add it with `rag ingest FILE` where the server runs.")
     assert engine.index.count() == 0
     assert engine.ingest([_upload(tmp_path / "gradio", "ok.jsonl", records[:5])], upload=True).added == 5
     assert engine.ingest([path]).added == 1  # the command line: no cap
     assert Settings.load().upload_max_records == 1000
+
+
+def test_an_upload_of_millions_of_bad_lines_gets_a_short_report_in_seconds(tmp_path):
+    """Issue 49 #1: a 4 MB upload of "x" lines was 2.1 million problems, 90 s under the ingest lock and a 154 MB
+    report pushed to the page. The report (what the page and `rag ingest` print) names the first problems, counts
+    the rest and says where reading stopped; the summary counts them all."""
+    import time
+
+    from rag.store.ingest import MAX_PROBLEMS, MAX_PROBLEMS_NAMED
+
+    engine = Engine(Settings.load(data_dir=tmp_path / "index"))
+    path = _upload(tmp_path / "gradio", "x.jsonl", [])
+    path.write_text("x\n" * 2_097_152)
+    started = time.perf_counter()
+    stats = engine.ingest([path], upload=True)
+    assert time.perf_counter() - started < 20
+    assert len(stats.problems) == MAX_PROBLEMS_NAMED + 2 and sum(map(len, stats.problems)) < 20_000
+    assert stats.problems[-2] == (f"{path}: … and {MAX_PROBLEMS + 1 - MAX_PROBLEMS_NAMED:,} more like this: "
+                                  "invalid JSON: Expecting value")
+    assert stats.problems[-1].startswith(f"{path}:{MAX_PROBLEMS + 1}: stopped reading here")
+    assert (stats.added, stats.skipped, stats.problem_count) == (0, MAX_PROBLEMS + 1, MAX_PROBLEMS + 1)
 
 
 def _open_files(under) -> list[str]:

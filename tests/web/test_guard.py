@@ -212,3 +212,63 @@ def test_a_session_may_add_papers_only_so_often_an_hour(open_app, tmp_path):
     assert "Added papers" not in refused and time.monotonic() - started < 10
     other = queue_call(base, "add_papers", [[uploaded]], uuid.uuid4().hex[:11])[0]  # another session may
     assert "Added papers" in other
+
+
+def upload_as(base: str, client: str, size: int, chunked: bool = False) -> tuple[int | None, str]:
+    """(status, body) of an upload of one file of `size` bytes from `client` (X-Forwarded-For, which uvicorn takes
+    from loopback as the client's address); `chunked`: without a Content-Length, counted as it streams in."""
+    body, kind = multipart([], [("files", f"{client}.jsonl", b"x" * size)])
+    if not chunked:
+        status, text, headers = post(base + "/gradio_api/upload", body, kind, {"X-Forwarded-For": client})
+        assert status == 200 or int(headers["Retry-After"]) > 0
+        return status, text
+    host, port = base.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.sendall(f"POST /gradio_api/upload HTTP/1.1\r\nHost: {host}:{port}\r\nTransfer-Encoding: chunked\r\n"
+                     f"X-Forwarded-For: {client}\r\nContent-Type: {kind}\r\n\r\n".encode())
+        try:
+            for i in range(0, len(body), 1 << 18):
+                piece = body[i:i + (1 << 18)]
+                sock.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+            sock.sendall(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        answer = b""
+        while b"\r\n\r\n" not in answer and (chunk := sock.recv(65536)):
+            answer += chunk
+    return int(answer.split()[1]), answer.split(b"\r\n\r\n", 1)[1].decode(errors="replace")
+
+
+def test_the_upload_route_takes_so_many_uploads_and_bytes_an_hour(tmp_path, monkeypatch):
+    """Issue 49 #4: with or without a login, 15 POSTs of 10 MB to /gradio_api/upload were taken in 2.7 s and kept
+    an hour. The route now has the limits of "Add papers" (which uploads through it): so many requests an hour
+    from one address and from all, and a byte budget an hour for all, counted as bodies stream in. The limits are
+    made small here; their real values are checked at the end."""
+    import rag.web.guard as guard
+    from rag.web.app import launch
+
+    monkeypatch.setattr(guard, "UPLOADS_PER_CLIENT_HOUR", 3)
+    monkeypatch.setattr(guard, "UPLOADS_PER_HOUR", 7)
+    monkeypatch.setattr(guard, "UPLOAD_BYTES_PER_HOUR", 3 * 1024 * 1024)
+    engine = Engine(Settings(data_dir=tmp_path / "index", port=free_port()))
+    demo = launch(engine, block=False)
+    try:
+        base = f"http://127.0.0.1:{engine.settings.port}"
+        assert [upload_as(base, "10.0.0.1", 10)[0] for _ in range(3)] == [200, 200, 200]
+        status, text = upload_as(base, "10.0.0.1", 10)  # a fourth from the same address
+        assert status == 429 and text.startswith("This address has uploaded 3 times in the last hour; try again in "
+                                                 "60 min"), text
+        assert upload_as(base, "10.0.0.2", 1024 * 1024)[0] == 200  # other addresses may; 2 MB of 3 spent
+        assert upload_as(base, "10.0.0.3", 1024 * 1024)[0] == 200
+        status, text = upload_as(base, "10.0.0.4", 1024 * 1024 + 512 * 1024, chunked=True)  # past the budget
+        assert status == 429 and text.startswith("The server has taken 3 MB of uploads in the last hour"), text
+        status, text = upload_as(base, "10.0.0.5", 10)  # the hour's bytes are spent: refused before reading
+        assert status == 429 and "3 MB of uploads" in text
+    finally:
+        demo.close()
+    budget = guard.UploadBudget(per_client=10, per_hour=2)
+    assert budget.admit("a", 10) is None and budget.admit("b", 10) is None
+    assert budget.admit("c", 10)[0].startswith("All clients together have uploaded 2 times in the last hour")
+    monkeypatch.undo()
+    real = guard.UploadBudget()  # what a server gets: the limits of "Add papers", and 500 MB an hour
+    assert (real.per_client, real.per_hour, real.bytes_per_hour) == (10, 60, 500 * 1024 * 1024)

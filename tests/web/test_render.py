@@ -168,3 +168,31 @@ def test_the_outcome_label_and_headings_follow_the_language_and_paper_text_stays
              "filters": {"from_question": ["decisions"], "decisions": ["Accept (Oral)", "Accept (Spotlight)"]}}
     assert "检索范围：仅限 口头报告（Oral） 或 亮点论文（Spotlight）" in answer_markdown(orals, 0, "zh")
     assert "Searched: only Accept &#40;Oral&#41; or Accept &#40;Spotlight&#41;" in answer_markdown(orals, 0)
+
+
+def test_the_sources_panel_of_a_long_session_stays_bounded_and_every_shown_link_has_its_target():
+    """Issue 49 #8: each answer re-sent every earlier answer's cards (with their related papers): 80 questions at
+    k=20 made the 80th answer 30 MB. The panel holds the latest FULL_TURNS answers' cards, the LISTED_TURNS before
+    as a line per source (still the targets of their [n] links), and counts the rest."""
+    from rag.web.render import FULL_TURNS, LISTED_TURNS, sources_panel
+
+    abstract = "We study sparse autoencoders at scale. " * 40  # ~1,500 characters, like a real abstract
+    sources = [[source(n, paper_id=f"t{t}p{n}", text=abstract, snippet=abstract[:39]) for n in range(1, 21)]
+               for t in range(80)]
+    answers = [{**answer(f"Answer {t} [1], [2].", sources[t], [1, 2]), "question": f"Question {t}?"}
+               for t in range(80)]
+    related = {s["paper_id"]: [{**source(0, paper_id=f"{s['paper_id']}r{i}", abstract=abstract), "score": 0.5}
+                               for i in range(5)] for a in answers for s in a["sources"]}
+    one_turn = len(sources_panel(answers[:1], related))
+    sizes = {turns: len(sources_panel(answers[:turns], related)) for turns in (10, 40, 80)}
+    assert sizes[80] < (FULL_TURNS + 1) * one_turn and sizes[80] - sizes[40] < 200, (one_turn, sizes)
+    panel = sources_panel(answers, related, "en")
+    for turn in range(80):  # the chat's [n] links of each answer still shown land on a card or a line
+        targets = set(re.findall(r'href="#(src-\d+-\d+)"', answer_markdown(answers[turn], turn)))
+        shown = turn >= 80 - FULL_TURNS - LISTED_TURNS
+        assert targets and all((f'id="{t}"' in panel) == shown for t in targets), turn
+    assert panel.count('class="src-card"') == FULL_TURNS * 20  # the rest as lines: no abstracts, no related papers
+    older = 80 - FULL_TURNS - LISTED_TURNS  # answers 1..older only counted
+    assert f"The sources of answers 1–{older} are in the export" in panel
+    assert f"Question {older - 1}?" not in panel and f"Question {older}?" in panel  # (questions count from 0)
+    assert f"回答 1–{older} 的来源在导出文件中" in sources_panel(answers, related, "zh")
