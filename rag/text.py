@@ -27,13 +27,17 @@ _STEMMER = Stemmer.Stemmer("english")
 # Characters that draw nothing yet change what text is or how a terminal shows it: control characters (C0 but tab,
 # line feed and carriage return; DEL; C1, whose U+009B is a terminal's CSI) and Unicode format characters
 # (category Cf: zero-width spaces and joiners, bidi embeddings, overrides and isolates, soft hyphen, BOM, the
-# interlinear annotations and tag characters). Listed by hand because building the class from `unicodedata` at
-# import costs a pass over 1.1M code points; tests/test_ingest.py checks it against `unicodedata` for all of them.
+# interlinear annotations and tag characters); the rest of Unicode's default-ignorable code points (combining
+# grapheme joiner U+034F, Hangul fillers U+115F U+1160 U+3164 U+FFA0, Khmer inherent vowels U+17B4 U+17B5,
+# Mongolian and other variation selectors, the unassigned U+FFF0-U+FFF8 and U+E0000-U+E0FFF) and the blank Braille
+# pattern U+2800, which render as nothing or as a blank without being whitespace. Listed by hand because building
+# the class from `unicodedata` at import costs a pass over 1.1M code points (and it has no default-ignorable
+# property); tests/store/test_ingest.py checks it against `unicodedata` and Unicode's list for all of them.
 INVISIBLE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
-    "\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd"
-    "\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
-    "\U000e0020-\U000e007f]")
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+    "\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd"
+    "\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
 # A full stop, then a capital: cheap and good enough for a one-line preview (Punkt is for the index).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
@@ -179,13 +183,31 @@ def strip_bidi(text: str) -> str:
     return text.translate(BIDI_CONTROLS)
 
 
+# What a browser's URL parser (the WHATWG URL standard) does before it finds the host, and Python's `urlsplit` does
+# not: it drops leading and trailing C0 controls and spaces, every tab and line break, and in an http(s) URL reads
+# a backslash as a slash. So `https://evil.example\@openreview.net/` goes to evil.example, which urlsplit reads as
+# user "evil.example\" at openreview.net.
+_URL_EDGES = re.compile(r"^[\x00-\x20]+|[\x00-\x20]+$")
+_URL_BREAKS = re.compile(r"[\t\n\r]")
+
+
+def browser_url(url: str) -> str:
+    """`url` as a browser reads it up to its host: C0 controls and spaces at its ends and tabs and line breaks
+    anywhere dropped, a backslash in an http(s) URL read as "/"."""
+    url = _URL_BREAKS.sub("", _URL_EDGES.sub("", url))
+    if re.match(r"(?i)^https?:", url):
+        url = url.replace("\\", "/")
+    return url
+
+
 def link_label(url: str) -> str:
     """What a paper's link is called: "OpenReview" for openreview.net only, else the link's host (in its ASCII
-    form, so a look-alike such as "openrevіew.net" with a Cyrillic і reads "xn--openrevew-…"), "" for no host."""
+    form, so a look-alike such as "openrevіew.net" with a Cyrillic і reads "xn--openrevew-…"), "" for no host.
+    The host is the one a browser opens (`browser_url`), not the one Python's parser sees."""
     from urllib.parse import urlsplit
 
     try:
-        host = (urlsplit(url.strip()).hostname or "").rstrip(".")
+        host = (urlsplit(browser_url(url)).hostname or "").rstrip(".")
     except ValueError:  # an unbalanced "[" in the host part
         return ""
     if host == "openreview.net" or host.endswith(".openreview.net"):

@@ -4,10 +4,16 @@ The same records are checked in a real browser in test_web.py / test_map_web.py.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+
+import pytest
 
 from rag.text import link_label, strip_bidi
 from rag.web.render import answer_markdown, paper_card, source_cards
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def source(n: int, **fields) -> dict:
@@ -168,3 +174,37 @@ def test_the_outcome_label_and_headings_follow_the_language_and_paper_text_stays
              "filters": {"from_question": ["decisions"], "decisions": ["Accept (Oral)", "Accept (Spotlight)"]}}
     assert "检索范围：仅限 口头报告（Oral） 或 亮点论文（Spotlight）" in answer_markdown(orals, 0, "zh")
     assert "Searched: only Accept &#40;Oral&#41; or Accept &#40;Spotlight&#41;" in answer_markdown(orals, 0)
+
+
+# Links whose host Python's urlsplit and a browser read differently: a backslash, which a browser reads as "/" in an
+# http(s) URL, so the "@openreview.net" after it is path, not host (a card links only URLs without whitespace).
+TRICKY_URLS = ["https://evil.example\\@openreview.net/forum?id=x", "https://evil.example\\\\@openreview.net/x",
+               "https://evil.example\\.openreview.net/x", "https://openreview.net\\@evil.example/x",
+               "HTTPS://evil.example\\@www.openreview.net/x", "https://openreview.net/forum?id=x"]
+
+
+def test_a_link_is_named_by_the_host_a_browser_opens_not_the_one_python_parses():
+    assert link_label("https://evil.example\\@openreview.net/forum?id=x") == "evil.example"
+    assert link_label(" \x01https://evil.example\\@openreview.net/x") == "evil.example"  # leading C0 controls
+    assert link_label("https://openreview.net\\@evil.example/x") == "OpenReview"  # the browser opens openreview.net
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium is installed by `make test`")
+def test_in_chromium_each_card_link_is_named_by_the_host_it_opens():
+    """The card's link text against the host chromium itself resolves the link's href to."""
+    from playwright.sync_api import sync_playwright
+
+    cards = "".join(paper_card(source(i, url=url)) for i, url in enumerate(TRICKY_URLS, start=1))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.set_content(f"<html><body>{cards}</body></html>")
+            links = page.eval_on_selector_all(".rel-card a[href]", "els => els.map(a => [a.hostname, a.textContent])")
+        finally:
+            browser.close()
+    assert len(links) == len(TRICKY_URLS), links
+    for (host, label), url in zip(links, TRICKY_URLS):
+        expected = "OpenReview" if host == "openreview.net" or host.endswith(".openreview.net") else host
+        assert label == expected, (url, host, label)
