@@ -208,3 +208,25 @@ def test_in_chromium_each_card_link_is_named_by_the_host_it_opens():
     for (host, label), url in zip(links, TRICKY_URLS):
         expected = "OpenReview" if host == "openreview.net" or host.endswith(".openreview.net") else host
         assert label == expected, (url, host, label)
+
+
+def test_in_the_markdown_export_only_the_apps_own_citations_are_markup_no_quoted_link_or_image():
+    """The export escaped "[" "]" and then unescaped every "\\[n\\]", so "[1](https://evil.example/phish)" in an
+    answer, an abstract or a title became a live link, and "![1](http://.../pixel.png)" an image fetched when the
+    file is viewed (checked with markdown-it, a CommonMark renderer)."""
+    from markdown_it import MarkdownIt
+
+    from rag.web.render import export_markdown
+
+    link, pixel = "[1](https://evil.example/phish)", "![1](http://127.0.0.1:18002/pixel.png)"
+    quoted = f"As shown in [2], RLHF is unstable {link}"  # an abstract's sentence, quoted with its own numbers
+    record = answer(f"The model said {link} and {pixel} [1].\n[1]: https://evil.example/def\n"
+                    f"{quoted} [1]. Also [1][1] and [3].",
+                    [source(1, title=f"Pixel {pixel} title", text=f"{quoted}. More text here."), source(2)], [1])
+    md = export_markdown([record])
+    rendered = MarkdownIt("commonmark").render(md)
+    assert "<img" not in rendered, rendered
+    assert re.findall(r'<a href="([^"]+)"', rendered) == ["https://openreview.net/forum?id=p1"], rendered
+    assert "evil.example" in rendered and "pixel.png" in rendered  # shown, as text
+    assert " [1].\n" in md  # the app's own citation still reads [1]
+    assert "in \\[2\\]" in md and "and \\[3\\]" in md  # a number it does not cite stays escaped text
