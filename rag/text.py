@@ -160,6 +160,49 @@ def split_sentences(text: str) -> list[str]:
     return [text[a:b] for a, b in sentence_spans(text)]
 
 
+# A paper's own reference numbers in its text ("As shown in [2]", "[3, 4]", "[5-7]"): in an answer that quotes the
+# sentence they read as the answer's citations, so a quote shows them as "(ref. 2)" (`quotes_unbracketed`).
+_OWN_REFERENCE = re.compile(r"\[(\d{1,4}(?:\s*[,\u2013-]\s*\d{1,4})*)\]")
+_SEVERAL = re.compile("[,\u2013-]")
+
+
+def unbracketed(text: str) -> str:
+    """`text` with each bracketed reference number written "(ref. 2)", "(refs. 3, 4)": not an answer's "[n]"."""
+    return _OWN_REFERENCE.sub(lambda m: ("(refs. " if _SEVERAL.search(m.group(1)) else "(ref. ") + m.group(1) + ")",
+                              text)
+
+
+def quotes_unbracketed(text: str, quoted: list[str]) -> tuple[str, list[str]]:
+    """`text` with every quote of one of `quoted` (a paper's title or a sentence of its abstract, whitespace aside,
+    without its final punctuation, where an extractive answer puts its citation) that has bracketed reference
+    numbers `unbracketed`. A citation an answer merged into a quote's last bracket ("unstable [3, 1]": the LLM's
+    [1] after the quote's [3]) stays a citation: "unstable (ref. 3) [1]". Returns the text and the quotes it
+    changed, as they were."""
+    changed = []
+    for piece in sorted({" ".join(q.split()).rstrip(".!?。！？").rstrip() for q in quoted}, key=len, reverse=True):
+        parts = _OWN_REFERENCE.split(piece)  # text, reference, text, ...
+        if len(parts) < 3 or len(re.sub(r"[\W\d_]", "", piece)) < 8:
+            continue
+        pattern = re.compile("".join(
+            r"\s+".join(map(re.escape, part.split(" "))) if i % 2 == 0
+            else r"\[" + re.escape(part) + r"((?:,\s*\d+)*)\]" for i, part in enumerate(parts)))
+
+        def inert(m: re.Match, parts: list[str] = parts) -> str:
+            out = []
+            for i, part in enumerate(parts):
+                if i % 2 == 0:
+                    out.append(part)
+                else:
+                    extra = m.group((i + 1) // 2).lstrip(", ")
+                    out.append(unbracketed(f"[{part}]") + (f" [{extra}]" if extra else ""))
+            return "".join(out)
+
+        text, n = pattern.subn(inert, text)
+        if n:
+            changed.append(piece)
+    return text, changed
+
+
 _BOILERPLATE = re.compile(
     r"https?://|github\.com|\bavailable at\b|\bproject page\b|\b(?:code|codes|data|dataset|datasets|models?|"
     r"implementation|benchmark|weights|checkpoints)\b[^.]{0,60}\b(?:is|are|will be|have been|has been)\s+"
