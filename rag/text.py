@@ -70,6 +70,53 @@ def terminal_safe(text: str) -> str:
     return visible(text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
+_CONSOLE_UNSAFE = re.compile(f"{INVISIBLE.pattern}|\r")
+
+
+def _console_escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def console_escaped(text: str) -> str:
+    """`text` for a server's console: every INVISIBLE character and carriage return written as its escape
+    (`\\x1b`, `\\u202e`), so a log line or a traceback quoting a client's input (an uploaded file's path) shows
+    what it held and cannot clear the screen, set the clipboard (OSC 52) or overwrite a line. Tab and line feed
+    stay."""
+    return _CONSOLE_UNSAFE.sub(_console_escape, text)
+
+
+class ConsoleStream:
+    """A text stream (`sys.stderr`, `sys.stdout`) whose writes are `console_escaped`. `rag serve` puts its console
+    behind it: Gradio prints a failed event's traceback with `traceback.print_exc()`, not through logging, and
+    uvicorn's and the app's log handlers write to the streams the process has when they are made, so wrapping the
+    streams reaches every line whoever prints it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(console_escaped(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...: the stream's own
+        return getattr(self._stream, name)
+
+
+def escape_console() -> None:
+    """Put `sys.stdout` and `sys.stderr` behind `ConsoleStream` (once)."""
+    import sys
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, ConsoleStream):
+            setattr(sys, name, ConsoleStream(stream))
+
+
 def json_safe(dumped: str) -> str:
     """JSON text (`json.dumps(..., ensure_ascii=False)`, which escapes only C0 controls) with every other INVISIBLE
     character escaped as `\\uXXXX` too: the data stays exact for a program, and a terminal shown the line sees
