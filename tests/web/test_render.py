@@ -180,7 +180,7 @@ def test_the_outcome_label_and_headings_follow_the_language_and_paper_text_stays
 # http(s) URL, so the "@openreview.net" after it is path, not host (a card links only URLs without whitespace).
 TRICKY_URLS = ["https://evil.example\\@openreview.net/forum?id=x", "https://evil.example\\\\@openreview.net/x",
                "https://evil.example\\.openreview.net/x", "https://openreview.net\\@evil.example/x",
-               "HTTPS://evil.example\\@www.openreview.net/x", "https://openreview.net/forum?id=x"]
+               "https://evil.example\\@www.openreview.net/x", "https://openreview.net/forum?id=x"]
 
 
 def test_a_link_is_named_by_the_host_a_browser_opens_not_the_one_python_parses():
