@@ -694,8 +694,10 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
       rag serve --collection mine my.jsonl   # a collection of your own files
     """
     from rag.store import lock
+    from rag.text import escape_console
     from rag.web.app import launch
 
+    escape_console()  # a traceback or log line quoting a client's input cannot drive the operator's terminal
     engine = _engine(**settings)
     _check_port(engine.settings.host, engine.settings.port)
     _announce_llm(engine.settings)

@@ -44,7 +44,7 @@ from rag.generation import prompts, support
 from rag.generation.llm import ChatClient, LLMError
 from rag.answering import abstain
 from rag.answering.collection import answer_topics, related_answer
-from rag.answering.compose import compose
+from rag.answering.compose import compose, unbracket_quotes
 from rag.answering.extractive import MAX_LISTED, passes_bar, should_abstain
 from rag.answering.records import Answer, Delta, Restart, Source, sources_from
 
@@ -684,8 +684,8 @@ class Engine:
             answer.timings["rewrite_ms"] = plan.rewrite.ms  # inside retrieve_ms (or before it, for a follow-up)
         said = next((t["content"] for t in reversed(history) if t["role"] == "assistant"), "") if focus else ""
         yield from [Delta(lead + "\n")] if lead else []
-        yield from compose(answer, retrieval, self.settings, llm, self.templates, self.checker, started,
-                           intent, said, plan.standalone)
+        yield from unbracket_quotes(compose(answer, retrieval, self.settings, llm, self.templates, self.checker,
+                                            started, intent, said, plan.standalone), answer)
         answer.answer = f"{lead}\n{answer.answer}" if lead else answer.answer
         if partial is not None:
             notices[partial] += partial_caveat(answer)

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HOST = "127.0.0.1"  # streamable HTTP binds the loopback only: the SDK then also refuses foreign Host headers
+_CURSOR = re.compile(r"[0-9]{1,9}")  # a resources/list cursor: the offset of its page, as ASCII digits
 MAX_K = 50  # papers one search, and related papers one call, may ask for (rag.engine.MAX_K, rag.explore.related.MAX_K)
 
 # C0 and C1 controls but tab and newline, DEL, lone surrogates, and the bidi embeddings, overrides and isolates (a
@@ -250,7 +251,9 @@ class PapersServer(MCPServer[None]):
         reads no cursor (mcp 2.3.0). The cursor is the offset as text; one that is not ours is an error."""
         everything = await self.list_resources()
         cursor = params.cursor if params else None
-        if cursor is not None and not (cursor.isdigit() and int(cursor) <= len(everything)):
+        # ASCII digits only, at most 9 of them: str.isdigit() also takes "²" (which int() refuses) and "١٠" (which
+        # int() reads as 10), and int() of a 5,000-digit string raises past Python's digit limit.
+        if cursor is not None and not (_CURSOR.fullmatch(cursor) and int(cursor) <= len(everything)):
             raise MCPError(code=INVALID_PARAMS, message="invalid cursor: pass back the nextCursor of the last page")
         start = int(cursor or 0)
         end = start + self.RESOURCE_PAGE

@@ -27,13 +27,17 @@ _STEMMER = Stemmer.Stemmer("english")
 # Characters that draw nothing yet change what text is or how a terminal shows it: control characters (C0 but tab,
 # line feed and carriage return; DEL; C1, whose U+009B is a terminal's CSI) and Unicode format characters
 # (category Cf: zero-width spaces and joiners, bidi embeddings, overrides and isolates, soft hyphen, BOM, the
-# interlinear annotations and tag characters). Listed by hand because building the class from `unicodedata` at
-# import costs a pass over 1.1M code points; tests/test_ingest.py checks it against `unicodedata` for all of them.
+# interlinear annotations and tag characters); the rest of Unicode's default-ignorable code points (combining
+# grapheme joiner U+034F, Hangul fillers U+115F U+1160 U+3164 U+FFA0, Khmer inherent vowels U+17B4 U+17B5,
+# Mongolian and other variation selectors, the unassigned U+FFF0-U+FFF8 and U+E0000-U+E0FFF) and the blank Braille
+# pattern U+2800, which render as nothing or as a blank without being whitespace. Listed by hand because building
+# the class from `unicodedata` at import costs a pass over 1.1M code points (and it has no default-ignorable
+# property); tests/store/test_ingest.py checks it against `unicodedata` and Unicode's list for all of them.
 INVISIBLE = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
-    "\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd"
-    "\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
-    "\U000e0020-\U000e007f]")
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
+    "\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u2800"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufffb\U000110bd"
+    "\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]")
 # A full stop, then a capital: cheap and good enough for a one-line preview (Punkt is for the index).
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])")
 
@@ -64,6 +68,53 @@ def terminal_safe(text: str) -> str:
     a model cannot clear the screen, set the window title or write the clipboard) and a carriage return, which
     would let a line overwrite what was printed before it, shown as a line break."""
     return visible(text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+_CONSOLE_UNSAFE = re.compile(f"{INVISIBLE.pattern}|\r")
+
+
+def _console_escape(match: re.Match) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def console_escaped(text: str) -> str:
+    """`text` for a server's console: every INVISIBLE character and carriage return written as its escape
+    (`\\x1b`, `\\u202e`), so a log line or a traceback quoting a client's input (an uploaded file's path) shows
+    what it held and cannot clear the screen, set the clipboard (OSC 52) or overwrite a line. Tab and line feed
+    stay."""
+    return _CONSOLE_UNSAFE.sub(_console_escape, text)
+
+
+class ConsoleStream:
+    """A text stream (`sys.stderr`, `sys.stdout`) whose writes are `console_escaped`. `rag serve` puts its console
+    behind it: Gradio prints a failed event's traceback with `traceback.print_exc()`, not through logging, and
+    uvicorn's and the app's log handlers write to the streams the process has when they are made, so wrapping the
+    streams reaches every line whoever prints it."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(console_escaped(text))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding, ...: the stream's own
+        return getattr(self._stream, name)
+
+
+def escape_console() -> None:
+    """Put `sys.stdout` and `sys.stderr` behind `ConsoleStream` (once)."""
+    import sys
+
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, ConsoleStream):
+            setattr(sys, name, ConsoleStream(stream))
 
 
 def json_safe(dumped: str) -> str:
@@ -156,6 +207,49 @@ def split_sentences(text: str) -> list[str]:
     return [text[a:b] for a, b in sentence_spans(text)]
 
 
+# A paper's own reference numbers in its text ("As shown in [2]", "[3, 4]", "[5-7]"): in an answer that quotes the
+# sentence they read as the answer's citations, so a quote shows them as "(ref. 2)" (`quotes_unbracketed`).
+_OWN_REFERENCE = re.compile(r"\[(\d{1,4}(?:\s*[,\u2013-]\s*\d{1,4})*)\]")
+_SEVERAL = re.compile("[,\u2013-]")
+
+
+def unbracketed(text: str) -> str:
+    """`text` with each bracketed reference number written "(ref. 2)", "(refs. 3, 4)": not an answer's "[n]"."""
+    return _OWN_REFERENCE.sub(lambda m: ("(refs. " if _SEVERAL.search(m.group(1)) else "(ref. ") + m.group(1) + ")",
+                              text)
+
+
+def quotes_unbracketed(text: str, quoted: list[str]) -> tuple[str, list[str]]:
+    """`text` with every quote of one of `quoted` (a paper's title or a sentence of its abstract, whitespace aside,
+    without its final punctuation, where an extractive answer puts its citation) that has bracketed reference
+    numbers `unbracketed`. A citation an answer merged into a quote's last bracket ("unstable [3, 1]": the LLM's
+    [1] after the quote's [3]) stays a citation: "unstable (ref. 3) [1]". Returns the text and the quotes it
+    changed, as they were."""
+    changed = []
+    for piece in sorted({" ".join(q.split()).rstrip(".!?。！？").rstrip() for q in quoted}, key=len, reverse=True):
+        parts = _OWN_REFERENCE.split(piece)  # text, reference, text, ...
+        if len(parts) < 3 or len(re.sub(r"[\W\d_]", "", piece)) < 8:
+            continue
+        pattern = re.compile("".join(
+            r"\s+".join(map(re.escape, part.split(" "))) if i % 2 == 0
+            else r"\[" + re.escape(part) + r"((?:,\s*\d+)*)\]" for i, part in enumerate(parts)))
+
+        def inert(m: re.Match, parts: list[str] = parts) -> str:
+            out = []
+            for i, part in enumerate(parts):
+                if i % 2 == 0:
+                    out.append(part)
+                else:
+                    extra = m.group((i + 1) // 2).lstrip(", ")
+                    out.append(unbracketed(f"[{part}]") + (f" [{extra}]" if extra else ""))
+            return "".join(out)
+
+        text, n = pattern.subn(inert, text)
+        if n:
+            changed.append(piece)
+    return text, changed
+
+
 _BOILERPLATE = re.compile(
     r"https?://|github\.com|\bavailable at\b|\bproject page\b|\b(?:code|codes|data|dataset|datasets|models?|"
     r"implementation|benchmark|weights|checkpoints)\b[^.]{0,60}\b(?:is|are|will be|have been|has been)\s+"
@@ -179,13 +273,31 @@ def strip_bidi(text: str) -> str:
     return text.translate(BIDI_CONTROLS)
 
 
+# What a browser's URL parser (the WHATWG URL standard) does before it finds the host, and Python's `urlsplit` does
+# not: it drops leading and trailing C0 controls and spaces, every tab and line break, and in an http(s) URL reads
+# a backslash as a slash. So `https://evil.example\@openreview.net/` goes to evil.example, which urlsplit reads as
+# user "evil.example\" at openreview.net.
+_URL_EDGES = re.compile(r"^[\x00-\x20]+|[\x00-\x20]+$")
+_URL_BREAKS = re.compile(r"[\t\n\r]")
+
+
+def browser_url(url: str) -> str:
+    """`url` as a browser reads it up to its host: C0 controls and spaces at its ends and tabs and line breaks
+    anywhere dropped, a backslash in an http(s) URL read as "/"."""
+    url = _URL_BREAKS.sub("", _URL_EDGES.sub("", url))
+    if re.match(r"(?i)^https?:", url):
+        url = url.replace("\\", "/")
+    return url
+
+
 def link_label(url: str) -> str:
     """What a paper's link is called: "OpenReview" for openreview.net only, else the link's host (in its ASCII
-    form, so a look-alike such as "openrevіew.net" with a Cyrillic і reads "xn--openrevew-…"), "" for no host."""
+    form, so a look-alike such as "openrevіew.net" with a Cyrillic і reads "xn--openrevew-…"), "" for no host.
+    The host is the one a browser opens (`browser_url`), not the one Python's parser sees."""
     from urllib.parse import urlsplit
 
     try:
-        host = (urlsplit(url.strip()).hostname or "").rstrip(".")
+        host = (urlsplit(browser_url(url)).hostname or "").rstrip(".")
     except ValueError:  # an unbalanced "[" in the host part
         return ""
     if host == "openreview.net" or host.endswith(".openreview.net"):

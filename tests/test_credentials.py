@@ -82,3 +82,47 @@ def test_the_cli_never_prints_a_urls_credentials(embedded_seed_engine):
     assert runs[1].returncode == 0 and "extractive" in runs[1].stdout
     assert runs[0].returncode == 1 and runs[2].returncode == 1 and "Traceback" not in runs[2].stderr
     assert sys.executable  # the venv's python ran every command
+
+
+LOGIN, PASSWORD, QUERY_SECRET, KEY = "bob", "pa55w0rd", "Q5ecretQuery", "sk-Key0123456789"
+BASIC = "Ym9iOnBhNTV3MHJk"  # base64 of bob:pa55w0rd, as a Basic Authorization header carries it
+
+
+def _secrets_shown(text: str) -> list[str]:
+    return [s for s in (PASSWORD, BASIC, QUERY_SECRET, KEY, f"{LOGIN}:") if s in text]
+
+
+def test_an_endpoint_quoting_the_requests_credentials_is_scrubbed_of_every_form_of_them(embedded_seed_engine,
+                                                                                        caplog):
+    """An endpoint whose error quotes the request's Authorization header (Basic base64 of user:password), the
+    password itself and the request's query: none of them reaches the answer's notices or fallback_reason."""
+    with FakeOpenAI() as server:
+        server.mode = "echo_auth"
+        hostport = server.base_url.split("//")[1].split("/")[0]
+        for url, key in ((f"http://{LOGIN}:{PASSWORD}@{hostport}/v1", None),
+                         (f"http://{hostport}/v1?api_key={QUERY_SECRET}&x=1", KEY),
+                         (f"http://{LOGIN}:{PASSWORD}@{hostport}/v1?token={QUERY_SECRET}", None)):
+            engine = embedded_seed_engine.derive(llm_model="fake-chat", llm_base_url=url, llm_api_key=key,
+                                                 llm_max_retries=0)
+            with caplog.at_level(logging.DEBUG):
+                answer = _answer(engine)
+            assert answer.mode == "extractive" and "denied /v1/chat/completions" in answer.fallback_reason, (
+                url, answer.fallback_reason)
+            shown = json.dumps(answer.to_dict()) + caplog.text
+            assert _secrets_shown(shown) == [], (url, answer.fallback_reason)
+        # The base URL's query goes after the path the client appends, as each request's own query.
+        paths = [r["path"] for r in server.requests]
+        assert "/v1/chat/completions?api_key=Q5ecretQuery&x=1" in paths, paths
+        assert not any(p.startswith("/v1?") for p in paths), paths
+
+
+def test_rag_models_never_prints_what_an_endpoint_quotes_of_its_credentials(embedded_seed_engine):
+    with FakeOpenAI() as server:
+        server.mode = "echo_auth"
+        hostport = server.base_url.split("//")[1].split("/")[0]
+        env = {**os.environ, "OPENAI_BASE_URL": f"http://{LOGIN}:{PASSWORD}@{hostport}/v1?api_key={QUERY_SECRET}",
+               "RAG_DATA_DIR": str(embedded_seed_engine.settings.data_dir), "RAG_LLM_MAX_RETRIES": "0"}
+        run = subprocess.run(rag_cmd("models"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    out = run.stdout + run.stderr
+    assert run.returncode == 1 and "denied /v1/models?api_key=***" in out, out
+    assert _secrets_shown(out) == [], out

@@ -238,7 +238,7 @@ def test_resources_come_in_pages_with_a_cursor(index):
     import asyncio
 
     from mcp import MCPError
-    from mcp_types import PaginatedRequestParams
+    from mcp_types import INVALID_PARAMS, PaginatedRequestParams
 
     server = mcp_server.build(Engine(Settings(data_dir=index)))
     server.RESOURCE_PAGE = 10
@@ -258,6 +258,13 @@ def test_resources_come_in_pages_with_a_cursor(index):
     assert len(set(every)) == 39 == len(every)
     with pytest.raises(MCPError, match="invalid cursor"):
         asyncio.run(server._handle_list_resources(None, PaginatedRequestParams(cursor="../etc")))
+    # What str.isdigit() takes and int() refuses ("²"), cannot read (5,000 digits, past Python's limit) or reads
+    # as another number ("١٠", Arabic-Indic 10): each the "invalid cursor" error, with its code.
+    for cursor in ["\u00b2", "9" * 5000, "\u0661\u0660", "1" * 10, "+10", " 10", "10\n"]:
+        with pytest.raises(MCPError, match="invalid cursor") as caught:
+            asyncio.run(server._handle_list_resources(None, PaginatedRequestParams(cursor=cursor)))
+        assert caught.value.error.code == INVALID_PARAMS, cursor
+    assert len(asyncio.run(server._handle_list_resources(None, PaginatedRequestParams(cursor="0030"))).resources) == 9
 
 
 @pytest.mark.parametrize(("tool", "arguments", "expected"), [

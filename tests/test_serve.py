@@ -378,3 +378,46 @@ def test_a_server_slow_to_answer_its_first_request_still_starts():
         assert networking.url_ok.__module__ == "gradio.networking"  # put back after launch
     finally:
         server.shutdown()
+
+
+def _queue_call(base: str, name: str, data: list) -> str:
+    """Run one of the page's event handlers through Gradio's queue, as the page does; the event stream's text."""
+    import urllib.request
+    import uuid
+
+    config = json.loads(urllib.request.urlopen(base + "/config", timeout=10).read())
+    fn = next(d for d in config["dependencies"] if d.get("api_name") == name)
+    session = uuid.uuid4().hex[:11]
+    body = {"data": data, "fn_index": fn["id"], "trigger_id": fn["targets"][0][0], "session_hash": session,
+            "event_data": None}
+    request = urllib.request.Request(base + "/gradio_api/queue/join", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    urllib.request.urlopen(request, timeout=30).read()
+    return urllib.request.urlopen(f"{base}/gradio_api/queue/data?session_hash={session}", timeout=120).read().decode()
+
+
+def test_the_serve_console_shows_a_clients_control_characters_escaped(tmp_path):
+    """An upload event naming a file path with OSC 52 (set the clipboard) and a clear-screen: Gradio's traceback
+    printed the path raw, so the escapes reached the operator's terminal. The console now shows them escaped."""
+    from helpers import free_port, wait_for_page
+
+    port, log_path = free_port(), tmp_path / "serve.log"
+    evil = "/tmp/paper\x1b]52;c;b3duZWQ=\x07\x1b[2J\x9b31m\u202e.jsonl"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(rag_cmd("serve", "--no-bundled", "--port", str(port), data_dir=tmp_path / "serve"),
+                                cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, text=True)
+        try:
+            base = f"http://127.0.0.1:{port}"
+            wait_for_page(base + "/", proc, timeout=180)
+            events = _queue_call(base, "add_papers", [[{"path": evil, "orig_name": "paper.jsonl",
+                                                        "meta": {"_type": "gradio.FileData"}}]])
+            assert "Traceback" not in events and "\x1b" not in events
+            deadline = time.monotonic() + 30
+            while "52;c;" not in log_path.read_text(errors="replace") and time.monotonic() < deadline:
+                time.sleep(0.5)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+    console = log_path.read_text(errors="replace")
+    assert "\\x1b]52;c;b3duZWQ=\\x07\\x1b[2J\\x9b31m\\u202e.jsonl" in console, console[-3000:]
+    assert not {"\x1b", "\x07", "\x9b", "\u202e"} & set(console), console[-3000:]

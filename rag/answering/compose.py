@@ -46,7 +46,7 @@ from rag.answering.extractive import (BEYOND_DOUBT, RECORD_TYPES, abstention_tex
                                       passage, reader_doubt, unsure_text)
 from rag.answering.records import Answer, Delta, Restart, Source
 from rag.answering.wording import language, say
-from rag.text import tokenize
+from rag.text import quotes_unbracketed, split_sentences, tokenize
 
 # A follow-up about the previous answer's papers is answered from them unless its best sentence is below
 # FOCUS_FLOOR: `AnswerPolicy.focus_floor` (rag/config.py). How many words beside the refusal phrase still make an
@@ -107,6 +107,42 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
                 yield from _quoted(answer, settings.llm_quote, quote, lang)
         if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
             yield from _extractive_answer(answer, retrieval, settings, intent, whole_list, focused, sides, lang)
+
+
+def unbracket_quotes(events: Iterator[Delta | Restart], answer: Answer) -> Iterator[Delta | Restart]:
+    """`events` (what `compose` yields for `answer`) with the bracketed reference numbers of every quoted title or
+    abstract sentence written "(ref. 2)" (`rag.text.quotes_unbracketed`), in the streamed text and in the answer,
+    so no output (CLI, `--json`, exports, MCP) shows a quoted abstract's "[2]" beside the answer's own citations.
+    An extractive answer streams whole quotes, rewritten as they go; an LLM streams tokens, so when a quote it
+    streamed changes, a `Restart` shows the answer again. The answer's citations are then the numbers its text
+    still cites (an LLM's copy of "[2]" from a quote is no citation of source 2)."""
+    quoted = [t for s in answer.sources for t in [s.title, s.snippet, *(split_sentences(s.text) if "[" in s.text
+                                                                        else [])] if t and "[" in t]
+    if not quoted:
+        yield from events
+        return
+    shown = ""
+    for event in events:
+        if isinstance(event, Delta):
+            event = Delta(quotes_unbracketed(event.text, quoted)[0])
+            shown += event.text
+        elif isinstance(event, Restart):
+            shown = ""
+        yield event
+    text, changed = quotes_unbracketed(answer.answer, quoted)
+    if not changed:
+        return
+    answer.answer = text
+    answer.unsupported = [quotes_unbracketed(s, quoted)[0] for s in answer.unsupported]
+    still = {int(n) for marker in _MARKER.findall(text) for n in marker.split(", ")}
+    answer.citations = [c for c in answer.citations if c.n in still] or answer.citations
+    if quotes_unbracketed(shown, quoted)[1]:  # what was streamed still shows a quote's own "[2]"
+        yield Restart("numbers in brackets quoted from an abstract are its own references: shown as (ref. n)",
+                      failed=False)
+        yield Delta(text)
+
+
+_MARKER = re.compile(r"\[(\d+(?:, \d+)*)\]")  # the app's citation markers ("[1]", "[1, 2]")
 
 
 def _coverage(answer: Answer, retrieval: Retrieval, settings: Settings, focused: bool, chosen: bool,

@@ -13,7 +13,8 @@ up). Error bodies come in every shape (OpenAI's `{"error": {"message": ...}}`, a
 page); only a short string is quoted, and
 describing a fault never raises, so no body can turn a fallback into a crash.
 
-The API key is never put in a message: every error text is scrubbed of it, and of the base URL's credentials.
+The API key is never put in a message: every error text is scrubbed of it, and of the base URL's credentials in
+every form a server may quote them (its password, user:password, the base64 of a Basic header, query secrets).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, cast
 
 from rag.config import Settings
-from rag.errors import RagError, redact_url, split_credentials
+from rag.errors import RagError, redact_library_logs, redact_url, scrub, split_credentials, split_query, url_secrets
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -61,10 +62,16 @@ class ChatClient:
         self.settings = settings
         self.model = settings.llm_model or ""
         self._key = settings.llm_api_key.get_secret_value() if settings.llm_api_key else ""
+        # What an error text is scrubbed of: the key, the URL's password, user:password and its base64, the values
+        # of its credential-like query parameters, in every form a server may quote them (`scrub`).
+        self._secrets = url_secrets(settings.llm_base_url, self._key)
+        redact_library_logs()  # the libraries log each request's URL, with the base URL's query
         url, login = split_credentials(settings.llm_base_url or "https://api.openai.com/v1")
+        url, query = split_query(url)
         self.base_url = redact_url(settings.llm_base_url or url)  # what messages name: no credentials in it
         self._client = openai.OpenAI(
             base_url=url,  # a URL's user-info goes as basic auth, so no library logs it with the URL
+            default_query=query or None,  # the base URL's query goes after each request's path, not before it
             http_client=openai.DefaultHttpxClient(auth=login) if login else None,
             api_key=self._key or "not-needed",  # local servers ignore it; the client insists on one
             timeout=httpx.Timeout(settings.llm_timeout, connect=settings.llm_connect_timeout),
@@ -235,8 +242,9 @@ class ChatClient:
         return reason
 
     def scrub(self, text: str) -> str:
-        """`text` without the API key or the credentials of any URL in it (`redact_url`)."""
-        return redact_url(text.replace(self._key, "***") if self._key else text)
+        """`text` without any secret of the endpoint (`rag.errors.url_secrets`: the API key, the base URL's
+        password, user:password and its base64, its query's credentials) or the credentials of any URL in it."""
+        return scrub(text, self._secrets)
 
 
 def _detail(body: object, depth: int = 0) -> str:

@@ -22,7 +22,7 @@ and through Chroma otherwise.
 
 What retrieval reads besides Chroma (the papers, the BM25 index, term counts: `_Corpus`) costs a new process
 about 2 s to build from the store on 2 cores, more than the rest of a question. It is cached in the data dir
-(`corpus/<collection>.pickle`, written by this app beside the store it describes) under the store's change mark,
+(`corpus/<collection>.npz`, plain arrays and JSON, read without pickle) under the store's change mark,
 which every ingest renews before its first write and after its last (`PaperIndex.generation`), so a cold
 `rag ask` loads it instead; any change of the store, the code or the cache's format builds it again. For an embedded
 store at rest the cache also holds every chunk and sentence vector (`rag.store.snapshot.Dense`), and its key comes
@@ -48,8 +48,8 @@ came back unsure.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
-import pickle
 import re
 import tempfile
 from collections import Counter
@@ -72,7 +72,7 @@ from rag.search.topical import coverage, names_all, topic_groups
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 BOILERPLATE_PENALTY = 0.3  # "Code is available at https://..." (`rag.text.is_boilerplate`) answers no question
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
-CORPUS_FORMAT = 3  # version of the cached corpus (`HybridRetriever.refresh`): bump when what it holds changes
+CORPUS_FORMAT = 4  # version of the cached corpus (`HybridRetriever.refresh`): bump when what it holds changes
 SNIPPET_PAPERS = 3  # the top papers with abstracts whose sentences answer (the best one is the confidence)
 _WORD = re.compile(r"(?<![\w-])[\w][\w-]*")
 # A method or dataset name as users type it: CatVTON, BirdSet, Time-MoE, X-ALMA, TEAL, Scylla (not sentence-initial).
@@ -276,7 +276,7 @@ class HybridRetriever:
                  tuple(f.name for f in fields(StoredPaper)), tuple(f.name for f in fields(_Corpus))), mark, at_rest)
 
     def _cache_path(self) -> Path:
-        return self.index.settings.data_dir / "corpus" / f"{self.index.settings.collection}.pickle"
+        return self.index.settings.data_dir / "corpus" / f"{self.index.settings.collection}.npz"
 
     def _read_corpus(self, dense: bool = False) -> "_Corpus":
         papers = self.index.all_papers()
@@ -664,27 +664,166 @@ def _word_forms(word: str) -> list[str]:
 
 
 
+# The corpus cache is one numpy `.npz` read with `allow_pickle=False`: numbers as arrays (BM25's sparse matrix, the
+# dense and mpnet vectors, counts), each list of texts as one UTF-8 array of the texts joined by NUL (which ingest
+# never lets into paper text: `rag.text.INVISIBLE`), and the few other values as JSON in `meta`. Nothing in it can
+# run code when read, so a file planted in the data dir (`corpus/papers.pickle` was unpickled before its key was
+# compared) is at worst a cache that does not load; a pickle of an older version is never opened. Texts as joined
+# arrays rather than JSON: with JSON a cold load of the bundled 2,114 papers' cache took 0.5-0.8 s, the pickle
+# 0.22-0.25 s.
+_BM25_ARRAYS = ("data", "indices", "indptr")
+_DENSE_ARRAYS = ("chunk_paper", "chunk_vectors", "sentence_start", "sentence_vectors")
+_SEP, _AUTHOR_SEP = "\x00", "\x01"  # between texts; between the names (terms) of one paper
+
+
+def _key_text(key: tuple) -> str:
+    return json.dumps(key, default=repr)
+
+
+def _joined(texts: list[str], sep: str = _SEP) -> np.ndarray:
+    """`texts` as one UTF-8 array, joined by `sep` (TypeError if one holds it: that corpus is not cached)."""
+    if any(sep in t for t in texts):
+        raise TypeError("a text holds the cache's separator")
+    return np.frombuffer(sep.join(texts).encode("utf-8"), dtype=np.uint8)
+
+
+def _split(array: np.ndarray, n: int, sep: str = _SEP) -> list[str]:
+    texts = array.tobytes().decode("utf-8").split(sep) if n else []
+    if len(texts) != n:
+        raise ValueError("a cached text list of the wrong length")
+    return texts
+
+
 def _load_corpus(path: Path, key: tuple) -> "_Corpus | None":
-    """The corpus cached under `key`, or None (no cache, another key, or a file that cannot be read)."""
+    """The corpus cached under `key`, or None (no cache, another key, or a file that cannot be read: absent,
+    half-written by a killed process, of another format, or holding anything but plain arrays)."""
     try:
-        with path.open("rb") as f:
-            cached_key, state = pickle.load(f)
-    except Exception:  # absent, half-written by a killed process, or from code that no longer unpickles
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(data["meta"].tobytes().decode("utf-8"))
+            if meta.get("key") != _key_text(key):
+                return None
+            arrays = {name: data[name] for name in data.files if name != "meta"}
+        return _corpus_from(meta, arrays)
+    except Exception:
         return None
-    return state if cached_key == key and isinstance(state, _Corpus) else None
+
+
+def _corpus_from(meta: dict, arrays: dict[str, np.ndarray]) -> "_Corpus":
+    n = meta["papers"]
+    columns: dict[str, list] = {}
+    for name, kind in meta["columns"].items():
+        if kind == "str":
+            columns[name] = _split(arrays[f"paper_{name}"], n)
+        elif kind == "strs":
+            columns[name] = [tuple(a.split(_AUTHOR_SEP)) if a else () for a in _split(arrays[f"paper_{name}"], n)]
+        elif kind == "optint":
+            values, known = arrays[f"paper_{name}"].tolist(), arrays[f"paper_{name}_known"].tolist()
+            columns[name] = [v if k else None for v, k in zip(values, known)]
+        else:  # "int", "bool"
+            columns[name] = arrays[f"paper_{name}"].tolist()
+    papers = [StoredPaper(*row) for row in zip(*(columns[f.name] for f in fields(StoredPaper)))] if n else []
+    terms = [frozenset(t.split(_AUTHOR_SEP)) if t else frozenset() for t in _split(arrays["terms"], meta["terms"])]
+    stem_df = Counter(dict(zip(_split(arrays["stem_df_words"], meta["stem_df"]), arrays["stem_df_counts"].tolist())))
+    bm25 = None
+    if meta["bm25"] is not None:
+        bm25 = bm25s.BM25.__new__(bm25s.BM25)
+        bm25.__dict__.update(meta["bm25"]["attributes"])
+        words = _split(arrays["bm25_vocab"], meta["bm25"]["vocab"])
+        bm25.__dict__.update(vocab_dict=dict(zip(words, arrays["bm25_vocab_ids"].tolist())),
+                             unique_token_ids_set=set(arrays["bm25_token_ids"].tolist()),
+                             methods_requiring_nonoccurrence=tuple(meta["bm25"]["nonoccurrence_methods"]),
+                             nonoccurrence_array=arrays.get("bm25_nonoccurrence"),
+                             scores={**{a: arrays[f"bm25_{a}"] for a in _BM25_ARRAYS},
+                                     "num_docs": meta["bm25"]["num_docs"]})
+    dense = None
+    if meta["dense"] is not None:
+        dense = Dense(**{a: arrays[a] for a in _DENSE_ARRAYS},
+                      sentence_texts=_split(arrays["sentence_texts"], meta["dense"]))
+    df = Counter(dict(zip(_split(arrays["df_words"], meta["df"]), arrays["df_counts"].tolist())))
+    return _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
+                   np.array([p.decision for p in papers], dtype=object), bm25, df,
+                   stem_df, terms, dense, arrays.get("mpnet"),
+                   meta["names"])
+
+
+def _corpus_parts(key: tuple, state: "_Corpus") -> tuple[dict, dict[str, np.ndarray]]:
+    """`state` as plain arrays and a JSON-able `meta` (`_load_corpus`). Raises TypeError for what has no such form
+    (a text holding NUL, a BM25 of another bm25s version holding other kinds of values): that corpus is then not
+    cached."""
+    arrays: dict[str, np.ndarray] = {}
+    kinds: dict[str, str] = {}
+    for f in fields(StoredPaper):
+        values = [getattr(p, f.name) for p in state.papers]
+        if all(isinstance(v, str) for v in values):
+            kinds[f.name], arrays[f"paper_{f.name}"] = "str", _joined(values)
+        elif all(isinstance(v, tuple) and all(isinstance(a, str) for a in v) for v in values):
+            if any(not a or _AUTHOR_SEP in a for v in values for a in v):
+                raise TypeError("an empty name, or one holding the cache's separator")
+            kinds[f.name], arrays[f"paper_{f.name}"] = "strs", _joined([_AUTHOR_SEP.join(v) for v in values])
+        elif all(isinstance(v, bool) for v in values):
+            kinds[f.name], arrays[f"paper_{f.name}"] = "bool", np.array(values, dtype=bool)
+        elif all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            kinds[f.name], arrays[f"paper_{f.name}"] = "int", np.array(values, dtype=np.int64)
+        elif all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values):
+            kinds[f.name] = "optint"
+            arrays[f"paper_{f.name}"] = np.array([v or 0 for v in values], dtype=np.int64)
+            arrays[f"paper_{f.name}_known"] = np.array([v is not None for v in values], dtype=bool)
+        else:
+            raise TypeError(f"StoredPaper.{f.name} holds values of mixed kinds")
+    if any(not t or _AUTHOR_SEP in t for doc in state.terms for t in doc):
+        raise TypeError("an empty term, or one holding the cache's separator")
+    arrays["terms"] = _joined([_AUTHOR_SEP.join(sorted(doc)) for doc in state.terms])
+    arrays["stem_df_words"] = _joined(list(state.stem_df))
+    arrays["stem_df_counts"] = np.array(list(state.stem_df.values()), dtype=np.int64)
+    bm25 = None
+    if state.bm25 is not None:
+        attributes = dict(vars(state.bm25))
+        scores = attributes.pop("scores")
+        vocab_dict, token_ids = attributes.pop("vocab_dict"), attributes.pop("unique_token_ids_set")
+        nonoccurrence = attributes.pop("nonoccurrence_array", None)
+        methods = attributes.pop("methods_requiring_nonoccurrence", ())
+        if any(v is not None and not isinstance(v, (str, int, float, bool)) for v in attributes.values()):
+            raise TypeError("a BM25 attribute that is not plain data")
+        arrays.update({f"bm25_{a}": np.asarray(scores[a]) for a in _BM25_ARRAYS})
+        if nonoccurrence is not None:
+            arrays["bm25_nonoccurrence"] = np.asarray(nonoccurrence)
+        arrays["bm25_vocab"] = _joined(list(vocab_dict))
+        arrays["bm25_vocab_ids"] = np.array(list(vocab_dict.values()), dtype=np.int64)
+        arrays["bm25_token_ids"] = np.array(sorted(token_ids), dtype=np.int64)
+        bm25 = {"attributes": attributes, "vocab": len(vocab_dict), "nonoccurrence_methods": list(methods),
+                "num_docs": int(scores["num_docs"])}
+    dense = None
+    if state.dense is not None:
+        arrays.update({a: getattr(state.dense, a) for a in _DENSE_ARRAYS})
+        arrays["sentence_texts"] = _joined(list(state.dense.sentence_texts))
+        dense = len(state.dense.sentence_texts)
+    if state.mpnet is not None:
+        arrays["mpnet"] = state.mpnet
+    arrays["df_words"] = _joined(list(state.df))
+    arrays["df_counts"] = np.array(list(state.df.values()), dtype=np.int64)
+    if any(a.dtype == object for a in arrays.values()):
+        raise TypeError("an array of Python objects")  # np.savez would pickle it
+    meta = {"key": _key_text(key), "papers": len(state.papers), "columns": kinds, "terms": len(state.terms),
+            "stem_df": len(state.stem_df), "names": state.names, "bm25": bm25, "dense": dense, "df": len(state.df)}
+    return meta, arrays
 
 
 def _save_corpus(path: Path, key: tuple, state: "_Corpus") -> None:
     """Cache the corpus (written whole, then renamed: a reader never sees half a file). A data dir that cannot be
-    written only loses the cache."""
+    written, or a corpus with no plain form, only loses the cache. A corpus cache of the pickle format beside it
+    (older versions) is removed."""
     tmp = ""
     try:
+        meta, arrays = _corpus_parts(key, state)
+        blob = np.frombuffer(json.dumps(meta, ensure_ascii=False).encode("utf-8"), dtype=np.uint8)
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=path.name, delete=False) as f:
             tmp = f.name
-            pickle.dump((key, state), f, protocol=pickle.HIGHEST_PROTOCOL)
+            np.savez(f, meta=blob, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as allow_pickle
         os.replace(tmp, path)
-    except OSError:
+        with contextlib.suppress(OSError):
+            path.with_suffix(".pickle").unlink()
+    except (OSError, TypeError, ValueError):
         if tmp:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)

@@ -467,17 +467,29 @@ def md_text(text: str) -> str:
     return _MD_LINE_START.sub(lambda m: "\\" + m.group(1) if m.group(1) else f"{m.group(2)}\\{m.group(3)}", text)
 
 
-_MD_CITED = re.compile(r"\\\[(\d+(?:, \d+)*)\\\]")
+# The app's own [n] markers, as `md_text` escaped them, when what follows cannot make them a link: "[1](url)" is an
+# inline link, "[1][x]" a reference, "[1]:" at a line's start a link definition, so those stay escaped.
+_MD_CITED = re.compile(r"\\\[(\d+(?:, \d+)*)\\\](?![(\[:]|\\[\[(])")
+
+
+def export_text(answer: dict) -> str:
+    """An answer's text as the export's Markdown: `md_text`, with only the app's own citation markers (`_own_markers`:
+    numbers the answer cites, outside a quoted abstract, as the chat links them) unescaped to read "[1]". Any other
+    bracketed number, and a marker that text after it would turn into a link, stays escaped, so an answer, an
+    abstract or a title quoting "[1](https://...)" or "![1](http://.../pixel.png)" is no link or image."""
+    text = md_text(readable(_own_markers(answer)))
+    text = _MD_CITED.sub(r"[\1]", text)
+    return text.replace(_OPEN, "\\[").replace(_CLOSE, "\\]")
 
 
 def export_markdown(answers: list[dict]) -> str:
     """The conversation as Markdown, readable as plain text too. Every text from a paper, a model or the user goes
     through `md_text`, so a Markdown viewer shows `<script>` or `[x](http://...)` in an abstract as text; only the
-    app's own [n] markers and the sources' own links are its markup."""
+    app's own [n] markers (`export_text`) and the sources' own links are its markup."""
     lines = ["# Conversation", ""]
     for i, a in enumerate(answers, start=1):
         question = " ".join(str(a["question"]).split())  # one heading line
-        lines += [f"## Q{i}: {md_text(question)}", "", _MD_CITED.sub(r"[\1]", md_text(readable(a["answer"]))), ""]
+        lines += [f"## Q{i}: {md_text(question)}", "", export_text(a), ""]
         shown = a["sources"] if a["abstained"] else a["citations"]
         if shown:
             lines.append("Nearest papers:" if a["abstained"] else "Sources:")

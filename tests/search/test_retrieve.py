@@ -140,7 +140,7 @@ def test_a_new_engine_loads_the_corpus_from_the_cache_and_every_change_of_the_st
     first = Engine(settings)
     first.ingest([SEEDS])
     expected = _hits(first.retriever.retrieve(SAE, RetrievalParams(k=5)))
-    assert (tmp_path / "index" / "corpus" / "papers.pickle").is_file()
+    assert (tmp_path / "index" / "corpus" / "papers.npz").is_file()
 
     def built(*args, **kwargs):
         raise AssertionError("the BM25 index was built again")
@@ -175,3 +175,53 @@ def test_a_filtered_list_embeds_its_question_once(embedded_seed_engine, monkeypa
     answer = embedded_seed_engine.ask("How many orals are about virtual try-on?")
     assert answer.filters.widened == ("decisions",)
     assert embedded.count(["virtual try-on"]) == 1, embedded
+
+
+class _Planted:
+    """What a planted pickle runs when it is unpickled: here, it creates a file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (str(self.marker), "w"))
+
+
+def test_a_planted_cache_file_in_the_data_dir_runs_no_code_and_the_corpus_round_trips(tmp_path):
+    """`corpus/papers.pickle` was unpickled before its key was compared: a file planted in the data dir ran code in
+    every process that opened the store. The cache is now an .npz read without pickle (plain arrays and JSON);
+    a planted pickle is never opened, a planted .npz holding pickled objects is refused and rebuilt."""
+    import pickle
+
+    import numpy as np
+
+    from rag.search.retrieve import _Corpus
+
+    settings = Settings.load(data_dir=tmp_path / "index")
+    with Engine(settings) as first:
+        first.ingest([SEEDS])
+        built = first.retriever.state
+        expected = _hits(first.retriever.retrieve(SAE, RetrievalParams(k=5)))
+    corpus = tmp_path / "index" / "corpus"
+    marker = tmp_path / "code-ran"
+    (corpus / "papers.pickle").write_bytes(pickle.dumps((None, _Planted(marker))))
+    with Engine(settings) as second:
+        loaded = second.retriever.state
+        assert _hits(second.retriever.retrieve(SAE, RetrievalParams(k=5))) == expected
+    assert not marker.exists()
+    for field in ("papers", "position", "df", "stem_df", "terms", "names"):
+        assert getattr(loaded, field) == getattr(built, field), field
+    assert list(loaded.decisions) == list(built.decisions)
+    assert loaded.dense is not None and built.dense is not None
+    assert loaded.dense.sentence_texts == built.dense.sentence_texts
+    assert np.array_equal(loaded.dense.chunk_vectors, built.dense.chunk_vectors)
+    assert loaded.bm25.vocab_dict == built.bm25.vocab_dict and all(
+        np.array_equal(loaded.bm25.scores[k], built.bm25.scores[k]) for k in ("data", "indices", "indptr"))
+    assert isinstance(loaded, _Corpus)
+
+    # An .npz whose arrays are pickled objects: numpy refuses them unread, and the corpus is read from the store.
+    with (corpus / "papers.npz").open("wb") as f:
+        np.savez(f, meta=np.array([_Planted(marker)], dtype=object))
+    with Engine(settings) as third:
+        assert _hits(third.retriever.retrieve(SAE, RetrievalParams(k=5))) == expected
+    assert not marker.exists()

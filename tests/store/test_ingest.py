@@ -426,3 +426,34 @@ def test_past_the_named_problems_the_rest_are_counted_by_file_and_kind_and_good_
     assert report[MAX_PROBLEMS_NAMED:] == [
         f"{path}: … and 100 more like this: invalid JSON: Expecting property name enclosed in double quotes",
         f"{path}: … and 100 more like this: abstract too short (N characters)"]
+
+
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, Unicode 15.1), which `unicodedata` does not
+# expose, and the blank characters that are not whitespace: what README promises ingest drops.
+DEFAULT_IGNORABLE = [(0xAD, 0xAD), (0x34F, 0x34F), (0x61C, 0x61C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+                     (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+                     (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+                     (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF)]
+BLANKS = [0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800, 0x034F]
+
+
+def test_the_invisible_class_covers_every_default_ignorable_and_blank_character():
+    from rag.text import INVISIBLE
+
+    missed = [hex(c) for a, b in DEFAULT_IGNORABLE for c in range(a, b + 1) if not INVISIBLE.match(chr(c))]
+    assert missed + [hex(c) for c in BLANKS if not INVISIBLE.match(chr(c))] == []
+
+
+def test_a_copy_told_apart_only_by_blank_or_ignorable_characters_is_the_same_paper(tmp_path):
+    """U+115F (Hangul choseong filler), U+2800 (blank Braille pattern) and U+034F (combining grapheme joiner) kept a
+    copy of an abstract apart from it: a second paper, its sentences quoted twice."""
+    abstract = seed_paragraphs("000_99312b63f56aee43.txt")[0]
+    hidden = abstract.replace(" ", " \u115f", 2).replace("e", "e\u034f", 2).replace(". ", ".\u2800 ", 1)
+    hidden = hidden.replace("a", "a\u3164\uffa0\u1160\ufe0f", 1)
+    path = tmp_path / "copies.jsonl"
+    path.write_text(json.dumps({"abstract": abstract}) + "\n" + json.dumps({"abstract": hidden}) + "\n"
+                    + json.dumps({"abstract": abstract, "title": "Blank\u2800\u115f title", "id": "t"}) + "\n")
+    result = read_paths([path])
+    assert result.problems == []
+    assert [p.paper_id for p in result.papers] == [stable_id(abstract), "t"]
+    assert result.papers[1].title == "Blank title"

@@ -4,10 +4,16 @@ The same records are checked in a real browser in test_web.py / test_map_web.py.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+
+import pytest
 
 from rag.text import link_label, strip_bidi
 from rag.web.render import answer_markdown, paper_card, source_cards
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def source(n: int, **fields) -> dict:
@@ -196,3 +202,59 @@ def test_the_sources_panel_of_a_long_session_stays_bounded_and_every_shown_link_
     assert f"The sources of answers 1–{older} are in the export" in panel
     assert f"Question {older - 1}?" not in panel and f"Question {older}?" in panel  # (questions count from 0)
     assert f"回答 1–{older} 的来源在导出文件中" in sources_panel(answers, related, "zh")
+
+
+# Links whose host Python's urlsplit and a browser read differently: a backslash, which a browser reads as "/" in an
+# http(s) URL, so the "@openreview.net" after it is path, not host (a card links only URLs without whitespace).
+TRICKY_URLS = ["https://evil.example\\@openreview.net/forum?id=x", "https://evil.example\\\\@openreview.net/x",
+               "https://evil.example\\.openreview.net/x", "https://openreview.net\\@evil.example/x",
+               "https://evil.example\\@www.openreview.net/x", "https://openreview.net/forum?id=x"]
+
+
+def test_a_link_is_named_by_the_host_a_browser_opens_not_the_one_python_parses():
+    assert link_label("https://evil.example\\@openreview.net/forum?id=x") == "evil.example"
+    assert link_label(" \x01https://evil.example\\@openreview.net/x") == "evil.example"  # leading C0 controls
+    assert link_label("https://openreview.net\\@evil.example/x") == "OpenReview"  # the browser opens openreview.net
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="chromium is installed by `make test`")
+def test_in_chromium_each_card_link_is_named_by_the_host_it_opens():
+    """The card's link text against the host chromium itself resolves the link's href to."""
+    from playwright.sync_api import sync_playwright
+
+    cards = "".join(paper_card(source(i, url=url)) for i, url in enumerate(TRICKY_URLS, start=1))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.set_content(f"<html><body>{cards}</body></html>")
+            links = page.eval_on_selector_all(".rel-card a[href]", "els => els.map(a => [a.hostname, a.textContent])")
+        finally:
+            browser.close()
+    assert len(links) == len(TRICKY_URLS), links
+    for (host, label), url in zip(links, TRICKY_URLS):
+        expected = "OpenReview" if host == "openreview.net" or host.endswith(".openreview.net") else host
+        assert label == expected, (url, host, label)
+
+
+def test_in_the_markdown_export_only_the_apps_own_citations_are_markup_no_quoted_link_or_image():
+    """The export escaped "[" "]" and then unescaped every "\\[n\\]", so "[1](https://evil.example/phish)" in an
+    answer, an abstract or a title became a live link, and "![1](http://.../pixel.png)" an image fetched when the
+    file is viewed (checked with markdown-it, a CommonMark renderer)."""
+    from markdown_it import MarkdownIt
+
+    from rag.web.render import export_markdown
+
+    link, pixel = "[1](https://evil.example/phish)", "![1](http://127.0.0.1:18002/pixel.png)"
+    quoted = f"As shown in [2], RLHF is unstable {link}"  # an abstract's sentence, quoted with its own numbers
+    record = answer(f"The model said {link} and {pixel} [1].\n[1]: https://evil.example/def\n"
+                    f"{quoted} [1]. Also [1][1] and [3].",
+                    [source(1, title=f"Pixel {pixel} title", text=f"{quoted}. More text here."), source(2)], [1])
+    md = export_markdown([record])
+    rendered = MarkdownIt("commonmark").render(md)
+    assert "<img" not in rendered, rendered
+    assert re.findall(r'<a href="([^"]+)"', rendered) == ["https://openreview.net/forum?id=p1"], rendered
+    assert "evil.example" in rendered and "pixel.png" in rendered  # shown, as text
+    assert " [1].\n" in md  # the app's own citation still reads [1]
+    assert "in \\[2\\]" in md and "and \\[3\\]" in md  # a number it does not cite stays escaped text
