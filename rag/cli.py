@@ -365,7 +365,10 @@ def usage_text(usage: dict, settings: Settings | None) -> str:
 
 def render_sources(answer, settings: Settings | None = None) -> str:
     lines = [f"note: {notice}" for notice in answer.notices]
-    if answer.retrieval_query:
+    if answer.searched_words:  # a Chinese question: its words, not the glossary's English terms (those in --json)
+        if answer.searched_words != answer.question:
+            lines.append(f"searched: {answer.searched_words}")
+    elif answer.retrieval_query:
         lines.append(f"searched: {answer.retrieval_query}")
     if answer.rewrite:
         lines.append(f"searched beside it (the LLM's rewrite): {answer.rewrite}")

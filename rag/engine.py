@@ -652,7 +652,8 @@ class Engine:
                            f"{self.indexing.total:,} is still under way.")
         answer = Answer(question=question, answer="", mode="extractive", abstained=True, citations=[],
                         sources=sources_from(retrieval), confidence=round(retrieval.confidence, 4),
-                        retrieval_query=search if search != question else "", notices=notices,
+                        retrieval_query=search if search != question else "", searched_words=plan.asked,
+                        notices=notices,
                         fallback_reason=plan.fallback, answer_type=intent.type, filters=filters, focus=focus,
                         rewrite=plan.rewrite.search if plan.rewrite else "",
                         timings={"load_ms": _ms(started, loaded), "retrieve_ms": _ms(loaded, retrieved)})

@@ -54,6 +54,7 @@ SERVER_WORDS: dict[str, tuple[str, str]] = {
                       "不确定：列出最接近的论文，没有一篇明确回答"),
     "sources_empty": PAGE_WORDS["sources_empty"],
     "searched": ("Searched: ", "检索范围："),
+    "english_terms": ("English search terms", "英文检索词"),
     "semicolon": ("; ", "；"),
     "or": (" or ", " 或 "),
     "only_decisions": ("only {decisions}", "仅限 {decisions}"),

@@ -318,7 +318,9 @@ def decision_name(decision: str, lang: str = "en") -> str:
 
 def search_line(answer: dict, lang: str = "en") -> str:
     """What was searched, when it is not the question as typed: the filters the question's words set, the
-    previous answer's papers a follow-up was answered from, the words searched. Escaped; its own words in `lang`."""
+    previous answer's papers a follow-up was answered from, the words searched. A Chinese question's words are
+    shown as the user wrote them; the English terms they were searched by (a glossary's, which can miss: 一步步
+    once read "one-step") only in a closed <details>. Escaped; its own words in `lang`."""
     bits = []
     filters = answer.get("filters") or {}
     if "decisions" in filters.get("from_question", []):
@@ -330,9 +332,16 @@ def search_line(answer: dict, lang: str = "en") -> str:
     if answer.get("focus"):
         n = len(answer["focus"])
         bits.append(words("focus_one", lang) if n == 1 else words("focus_many", lang, n=n))
-    if answer.get("retrieval_query"):
+    terms = ""
+    if answer.get("searched_words"):  # a Chinese question: its own words; the glossary's English behind a click
+        if answer["searched_words"] != answer.get("question"):
+            bits.append(f"“{inert(answer['searched_words'])}”")
+        if answer.get("retrieval_query"):
+            terms = (f'<details class="search-terms"><summary>{words("english_terms", lang)}</summary>'
+                     f"“{inert(answer['retrieval_query'])}”</details>")
+    elif answer.get("retrieval_query"):
         bits.append(f"“{inert(answer['retrieval_query'])}”")
-    return words("searched", lang) + words("semicolon", lang).join(bits) if bits else ""
+    return (words("searched", lang) + words("semicolon", lang).join(bits) if bits else "") + terms
 
 
 # After each sentence of an LLM answer that the support check (`rag.generation.support`) could not match to its sources:
