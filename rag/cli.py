@@ -98,10 +98,11 @@ def _engine(**overrides: Any):
 
 
 def _existing_engine(**overrides: Any):
-    """An engine over an index that must already exist (ask, chat, stats): a data dir with no index is an error
-    naming `rag ingest`, and nothing is created there."""
+    """An engine over an index that must already exist (ask, chat, stats, related, topics): a data dir with no
+    index is an error naming `rag ingest`, and nothing is created there. Read-only: beside a running `rag serve` it
+    answers from the snapshot that server shares (`rag.store.lock`)."""
     engine = _engine(**overrides)
-    engine.require_index(empty_ok=True)  # a running server's store: that message, not "no index"
+    engine.require_index(empty_ok=True, beside_ok=True)  # beside a running server: the snapshot it shares
     return engine
 
 

@@ -2,7 +2,8 @@
 
 A paper's neighbours are ranked by the cosine of whole-paper vectors: the `<collection>-papers` records of
 `rag.store.index` hold, for every paper, the normalized mean of its chunk vectors. They are read from the store once per
-corpus (the retriever's `state`, replaced on every refresh after an ingest) into one [papers, dim] matrix, so a
+corpus (the retriever's `state`, replaced on every refresh after an ingest; over a store at rest, from the snapshot's
+copy of them, `rag.store.snapshot.Dense`, so `rag related` needs no chromadb) into one [papers, dim] matrix, so a
 related query is one matrix-vector product (under a millisecond for 2,114 papers) and never embeds anything.
 
 `find_paper` resolves what a user typed (`rag related`, the `/related` API): a paper id; a title, compared with
@@ -84,12 +85,15 @@ class Explorer:
             state = self.retriever.state
             if state is not self.state:
                 ids = [p.paper_id for p in state.papers]
-                found = self.retriever.index.paper_vectors(ids)  # a store that is down: its one-line StoreError
-                dim = len(next(iter(found.values()))) if found else 0
-                matrix = np.zeros((len(ids), dim), dtype=np.float32)
-                for i, pid in enumerate(ids):
-                    if pid in found:
-                        matrix[i] = found[pid]
+                if state.dense is not None and not self.retriever.index.opened:
+                    matrix = state.dense.paper_vectors  # the snapshot's copy of them: no chromadb (a store at rest)
+                else:
+                    found = self.retriever.index.paper_vectors(ids)  # a store that is down: its one-line StoreError
+                    dim = len(next(iter(found.values()))) if found else 0
+                    matrix = np.zeros((len(ids), dim), dtype=np.float32)
+                    for i, pid in enumerate(ids):
+                        if pid in found:
+                            matrix[i] = found[pid]
                 norms = np.linalg.norm(matrix, axis=1, keepdims=True)
                 self.vectors = matrix / np.maximum(norms, 1e-12)
                 self.state = state

@@ -64,6 +64,7 @@ import rag
 from rag.config import DEFAULT_POLICY, AnswerPolicy, Settings
 from rag.store import snapshot
 from rag.store.index import PaperIndex, Sentences, StoredPaper
+from rag.store.lock import StoreBusyError
 from rag.store.mpnet_vectors import PaperVectors
 from rag.store.snapshot import Dense
 from rag.text import is_boilerplate, plain, split_sentences, tokenize, visible
@@ -72,7 +73,7 @@ from rag.search.topical import coverage, names_all, topic_groups
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 BOILERPLATE_PENALTY = 0.3  # "Code is available at https://..." (`rag.text.is_boilerplate`) answers no question
 _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filtered after the search
-CORPUS_FORMAT = 3  # version of the cached corpus (`HybridRetriever.refresh`): bump when what it holds changes
+CORPUS_FORMAT = 4  # version of the cached corpus (`HybridRetriever.refresh`): bump when what it holds changes
 SNIPPET_PAPERS = 3  # the top papers with abstracts whose sentences answer (the best one is the confidence)
 _WORD = re.compile(r"(?<![\w-])[\w][\w-]*")
 # A method or dataset name as users type it: CatVTON, BirdSet, Time-MoE, X-ALMA, TEAL, Scylla (not sentence-initial).
@@ -216,15 +217,20 @@ class HybridRetriever:
     candidates of the retrievers it expands between fuse and a second fuse."""
 
     def __init__(self, index: PaperIndex, reranker: Reranker | None = None, snapshot: bool = True,
-                 mpnet: PaperVectors | None = None) -> None:
+                 mpnet: PaperVectors | None = None, beside: bool = False) -> None:
         """`snapshot`: read the chunk and sentence vectors into the corpus cache when the store is at rest (2-3 s
         more on the whole bundled list, once per change of the store). `rag serve` says False: it has Chroma open
-        anyway, and would otherwise print "Indexed" that much later; a cached snapshot is used all the same.
-        `mpnet`: the whole-paper vectors of the third ranking (None: dense and BM25 only)."""
+        anyway, and would otherwise print "Indexed" that much later; a cached snapshot is used all the same (and it
+        writes the shared one for other processes afterwards: `share`).
+        `mpnet`: the whole-paper vectors of the third ranking (None: dense and BM25 only).
+        `beside`: a process beside the `rag serve` that owns the store (`rag.store.lock`): it reads only the
+        snapshot that server shares (`share`), never the store; `stale` says the server changed the store since."""
         self.index = index
         self.mpnet = mpnet
         self.reranker = reranker
         self.snapshot = snapshot
+        self.beside = beside
+        self.stale = False
         self.refresh()
 
     def refresh(self) -> None:
@@ -233,6 +239,9 @@ class HybridRetriever:
         vectors (`Dense`), so a question in a new process reads nothing through chromadb; a store being written
         (the background indexing of `rag serve`) is cached without them, and its questions query Chroma."""
         # One assignment, so a concurrent `retrieve` sees either the old corpus or the new one, never a mix.
+        if self.beside:
+            self.state = self._shared_state()
+            return
         key, read, at_rest = self._cache_key()
         state = _load_corpus(self._cache_path(), key) if key else None
         idle = False
@@ -271,12 +280,55 @@ class HybridRetriever:
             at_rest = found == mark
         else:
             at_rest = True
-        return ((CORPUS_FORMAT, mark.generation, mark.count, index.chunking, rag.__version__, bm25s.__version__,
-                 self.mpnet.identity if self.mpnet else None,
-                 tuple(f.name for f in fields(StoredPaper)), tuple(f.name for f in fields(_Corpus))), mark, at_rest)
+        return self._key(mark), mark, at_rest
+
+    def _key(self, mark: snapshot.Mark) -> tuple:
+        return (CORPUS_FORMAT, mark.generation, mark.count, self.index.chunking, rag.__version__, bm25s.__version__,
+                self.mpnet.identity if self.mpnet else None,
+                tuple(f.name for f in fields(StoredPaper)), tuple(f.name for f in fields(_Corpus)))
 
     def _cache_path(self) -> Path:
         return self.index.settings.data_dir / "corpus" / f"{self.index.settings.collection}.pickle"
+
+    def _shared_path(self) -> Path:
+        return self.index.settings.data_dir / "corpus" / f"{self.index.settings.collection}.shared.pickle"
+
+    def share(self) -> bool:
+        """In the `rag serve` that owns an embedded store at rest: write the shared snapshot, the corpus with every
+        chunk and sentence vector (`Dense`) in `corpus/<collection>.shared.pickle`, unless it is there already for
+        the store as it is. Read-only commands in other processes answer from it beside the server (`beside`). A
+        file of its own: the server's corpus cache is rewritten without vectors while it indexes, this one only
+        here, so a reader always finds the last store at rest. The caller keeps its own ingests out meanwhile (no
+        other process writes: the serve lock). 2-3 s on the bundled list, once per change. Returns whether the
+        shared snapshot is the store's now."""
+        key, read, at_rest = self._cache_key()
+        if not key or not at_rest:
+            return False
+        path = self._shared_path()
+        found = _load_corpus(path, key)
+        if found is not None and found.dense is not None:
+            return True
+        state = _load_corpus(self._cache_path(), key) or self._read_corpus()
+        _save_corpus(path, key, replace(state, dense=snapshot.dense_from(self.index, state.papers)))
+        return _load_corpus(path, key) is not None  # an unwritable data dir shares nothing
+
+    def _shared_state(self) -> "_Corpus":
+        """Beside a `rag serve`: the corpus it last shared (`share`), with `stale` set when the store changed since
+        (it is adding papers now, or has just added them and not yet shared them). Without one the reader is
+        refused, as before, with what to do instead."""
+        try:
+            with self._shared_path().open("rb") as f:
+                key, state = pickle.load(f)
+        except Exception:  # none yet (the server is starting, or was started by an older version), or unreadable
+            key, state = None, None
+        mark = self.index.mark()
+        code = lambda k: (k[0], *k[3:])  # noqa: E731 - what the code that built it must share with this one
+        if not isinstance(state, _Corpus) or state.dense is None or not isinstance(key, tuple) or len(key) < 4 \
+                or code(key) != code(self._key(snapshot.Mark("", 0, ""))):
+            raise StoreBusyError(self.index.refuse_open.rstrip(".") + ". It has not shared a snapshot of the index for "
+                                 "other processes yet (it does once the index is at rest): try again in a moment.")
+        self.stale = mark is None or key != self._key(mark)
+        return state
 
     def _read_corpus(self, dense: bool = False) -> "_Corpus":
         papers = self.index.all_papers()

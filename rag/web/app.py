@@ -378,6 +378,8 @@ class ChatApp:
 
             progress(0, desc=words("reading_files", lang))
             stats = engine.ingest(paths, upload=True, progress=embedding)  # its own papers, never others'
+            if stats.added or stats.updated or stats.removed:
+                engine.share_in_background()  # readers beside the server see them too
         except Exception as exc:
             return inert(public_message(exc, self.settings)), indexing_line(engine, lang)
         names = {str(p): p.name for p in paths}
@@ -686,6 +688,7 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
         print(f"warning: the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first, or add "
               "papers on the page", flush=True)
     else:
+        engine.share_in_background()  # for read-only commands beside the server (`rag ask`: rag.store.lock)
         warm_map(engine)  # the map of the collection, ready by the first page load (rag.explore.topicmap)
     demo = build(engine)
     auth = None
