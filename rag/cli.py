@@ -569,7 +569,7 @@ def related(paper: str, k: int, as_json: bool, **settings: Any) -> None:
 
     \b
     Nearest by whole-paper vector (the mean of the paper's chunk vectors, stored at ingest): cosine similarity,
-    the paper itself left out.
+    the paper itself left out, and "close" or "loosely related" (under a similarity measured on the bundled list).
       rag related "Scaling and evaluating sparse autoencoders"
       rag related tcsZt9ZNKD --k 10 --json
     """
@@ -580,8 +580,9 @@ def related(paper: str, k: int, as_json: bool, **settings: Any) -> None:
     echo(f"Related to {result.paper.title or result.paper.label} ({result.paper.paper_id}):")
     for i, near in enumerate(result.related, start=1):
         decision = f" · {near.paper.decision}" if near.paper.decision else ""
-        echo(f"{i:>3}. {near.score:.3f}  {near.paper.title or near.paper.label} ({near.paper.paper_id}"
-                   f"{decision})")
+        closeness = "loosely related" if near.loose else "close"  # AnswerPolicy.related_floor
+        echo(f"{i:>3}. {near.score:.3f} {closeness:<15}  {near.paper.title or near.paper.label} ({near.paper.paper_id}"
+             f"{decision})")
 
 
 @main.command()

@@ -12,7 +12,9 @@ gives ("TEAL", whose title is "Training-Free Activation Sparsity in Large Langua
 words only: "TEAL" is not in "sTEALthy" or "STEALing". Anything else is a `PaperNotFound` whose one line says what
 to give instead, naming the papers that do have the words (exact-case name hits first).
 
-How good the neighbours are is measured by `rag eval` (`rag.evaluation.harness.related_recall`).
+How good the neighbours are is measured by `rag eval` (`rag.evaluation.harness.related_recall`). A neighbour under
+`AnswerPolicy.related_floor` is marked `loose` and shown as "loosely related": every paper has 5 nearest papers,
+and for one on a rare topic (LaMPlace, chip placement) the fifth can be about something else entirely.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class PaperNotFound(RagError, ValueError):
 class Neighbour:
     paper: StoredPaper
     score: float  # cosine similarity of the whole-paper vectors
+    loose: bool = False  # under `AnswerPolicy.related_floor`: the nearest there is, not a close relative
 
 
 @dataclass(frozen=True)
@@ -55,7 +58,8 @@ class Related:
 
     def to_dict(self) -> dict[str, Any]:
         return {"paper": paper_dict(self.paper),
-                "related": [{**paper_dict(n.paper), "score": round(n.score, 4)} for n in self.related]}
+                "related": [{**paper_dict(n.paper), "score": round(n.score, 4), "loose": n.loose}
+                            for n in self.related]}
 
 
 def paper_dict(paper: StoredPaper) -> dict[str, Any]:
@@ -113,7 +117,9 @@ class Explorer:
         if decisions:
             scores[~np.isin(state.decisions, list(decisions))] = -np.inf
         order = np.argsort(-scores, kind="stable")[:k]
-        return Related(paper, [Neighbour(state.papers[j], float(scores[j])) for j in order if np.isfinite(scores[j])])
+        floor = self.retriever.index.settings.policy.related_floor
+        return Related(paper, [Neighbour(state.papers[j], float(scores[j]), bool(scores[j] < floor))
+                               for j in order if np.isfinite(scores[j])])
 
     def matrix(self) -> tuple[list[StoredPaper], np.ndarray]:
         """Every paper and its unit vector (the topic map's input)."""

@@ -67,6 +67,8 @@ SERVER_WORDS: dict[str, tuple[str, str]] = {
                   "再显示 {n} 个来源（第 {first}–{last} 个，共 {total} 个）"),
     "related": ("Related ({n})", "相关论文（{n}）"),
     "similarity": ("similarity {score}", "相似度 {score}"),
+    "related_close": ("close", "相近"),
+    "related_loose": ("loosely related", "关联较弱"),
     "score": ("score {score}", "得分 {score}"),
     "match": ("match {score} (retrieval, not an answer)", "匹配度 {score}（检索得分，不代表回答）"),
     "match_title": ("how well this paper matches the words of the question, relative to the best match; it does not "

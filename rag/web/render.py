@@ -147,9 +147,11 @@ def related_list(related: list[dict] | None, lang: str = "en") -> str:
 
 def paper_card(p: dict, related: list[dict] | None = None, lang: str = "en") -> str:
     """A paper's card outside an answer (a related paper, a point of the map): title, decision, authors, link,
-    similarity, first sentence, the abstract on expand, and its own related papers when given."""
+    similarity and whether it is close or loosely related (`rag.explore.related`), first sentence, the abstract on
+    expand, and its own related papers when given."""
     link = _openreview(p.get("url") or "")
     score = (" · " + words("similarity", lang, score=f'{p["score"]:.2f}')
+             + " · " + words("related_loose" if p.get("loose") else "related_close", lang)
              if isinstance(p.get("score"), (int, float)) else "")
     if p.get("has_abstract", True) and p.get("abstract"):
         body = _preview(p["abstract"]) + _abstract(p["abstract"], lang)
