@@ -54,8 +54,18 @@ sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
 .outcome-unsure {color: #92400e; background: #fef3c7;}
 .outcome-not_covered {color: #991b1b; background: #fee2e2;}
 .src-score {font-style: italic;}
-/* A phone (390 px wide): the question box first, above the 560 px chat, so it is on the first screen. */
-@media (max-width: 640px) {#ask-row {order: -1;}}
+/* A phone (390 px wide): one column, the question box first, above the 560 px chat, so it is on the first screen;
+   then the chat and the sources of its answers, and only then the examples, the buttons, the filters (the sources
+   were below all of them, 1,500 px down a 4,700 px page). The two columns give their parts to the row. */
+@media (max-width: 640px) {
+  #main-row {flex-direction: column !important; flex-wrap: nowrap !important;}
+  #chat-col, #side-col {display: contents;}
+  #main-row > * {width: 100%; min-width: 0 !important;}
+  #ask-row {order: -4;} #chat {order: -3;} #chips {order: -2;} #sources {order: -1;}
+}
+/* The chat's label ("Conversation", 对话) has a row of its own: floating over the chat, it covered the outcome badge
+   of an answer scrolled to the top. */
+#chat [data-testid="block-label"] {position: static;}
 /* Toasts ("feedback saved") at the bottom left, away from the source cards on the right. */
 .toast-wrap {top: auto !important; bottom: var(--size-4) !important; left: var(--size-3) !important;
              right: auto !important; align-items: flex-start !important;}
