@@ -854,7 +854,7 @@ class Engine:
     def stats(self) -> dict[str, Any]:
         if self.index.refuse_open:  # beside a `rag serve`: the snapshot it shares (its chunks: those of its papers)
             state = self.retriever.state
-            papers, chunks = state.papers, len(state.dense.chunk_paper)
+            papers, chunks = state.papers, len(state.dense.chunk_paper) if state.dense is not None else 0
         else:
             papers, chunks = self.index.all_papers(), self.index.chunk_count()
         return {
