@@ -579,7 +579,7 @@ class Engine:
                        f"{state.summary.removeprefix('indexing stopped: ')}")
             elif report is not None:
                 report(f"Indexed {state.total:,} papers in {state.seconds:.0f} s: {state.summary}.")
-            self.share_quietly()  # after "Indexed": 2-3 s on the bundled list
+            self.share_quietly()  # after "Indexed": about 9 s on the bundled list at load 10
 
         thread = threading.Thread(target=run, name="background-ingest", daemon=True)
         thread.start()

@@ -299,8 +299,8 @@ class HybridRetriever:
         the store as it is. Read-only commands in other processes answer from it beside the server (`beside`). A
         file of its own: the server's corpus cache is rewritten without vectors while it indexes, this one only
         here, so a reader always finds the last store at rest. The caller keeps its own ingests out meanwhile (no
-        other process writes: the serve lock). 2-3 s on the bundled list, once per change. Returns whether the
-        shared snapshot is the store's now."""
+        other process writes: the serve lock). 9 s on the 3,706 bundled papers at load 10 (63 MB), once per change.
+        Returns whether the shared snapshot is the store's now."""
         key, read, at_rest = self._cache_key()
         if not key or not at_rest:
             return False
@@ -309,7 +309,9 @@ class HybridRetriever:
         if found is not None and found.dense is not None:
             return True
         state = _load_corpus(self._cache_path(), key) or self._read_corpus()
-        _save_corpus(path, key, replace(state, dense=snapshot.dense_from(self.index, state.papers)))
+        if state.dense is None:  # a reader's cache of this store at rest has them already
+            state = replace(state, dense=snapshot.dense_from(self.index, state.papers))
+        _save_corpus(path, key, state)
         return _load_corpus(path, key) is not None  # an unwritable data dir shares nothing
 
     def _shared_state(self) -> "_Corpus":
