@@ -56,7 +56,7 @@ def test_read_only_commands_answer_beside_a_running_rag_serve_and_ingest_is_refu
                                 stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_for_page(f"http://127.0.0.1:{port}/", proc, timeout=180)
-        shared = data_dir / "corpus" / "papers.shared.pickle"  # written by the server once it serves (a few s)
+        shared = data_dir / "corpus" / "papers.shared.json"  # written by the server once it serves (a few s)
         deadline = time.monotonic() + 60
         while not shared.exists():
             assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "serve.log").read_text()

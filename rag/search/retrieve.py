@@ -48,6 +48,7 @@ came back unsure.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pickle
 import re
@@ -291,45 +292,64 @@ class HybridRetriever:
         return self.index.settings.data_dir / "corpus" / f"{self.index.settings.collection}.pickle"
 
     def _shared_path(self) -> Path:
-        return self.index.settings.data_dir / "corpus" / f"{self.index.settings.collection}.shared.pickle"
+        cache = self._cache_path()  # the same format as the corpus cache, under a name of its own
+        return cache.with_name(f"{self.index.settings.collection}.shared{cache.suffix}")
+
+    def _shared_mark_path(self) -> Path:
+        return self._cache_path().with_name(f"{self.index.settings.collection}.shared.json")
 
     def share(self) -> bool:
         """In the `rag serve` that owns an embedded store at rest: write the shared snapshot, the corpus with every
-        chunk and sentence vector (`Dense`) in `corpus/<collection>.shared.pickle`, unless it is there already for
-        the store as it is. Read-only commands in other processes answer from it beside the server (`beside`). A
-        file of its own: the server's corpus cache is rewritten without vectors while it indexes, this one only
+        chunk and sentence vector (`Dense`) in `corpus/<collection>.shared.*` (the corpus cache's format) and the
+        generation and paper count it was read at in `corpus/<collection>.shared.json`, unless it is there already
+        for the store as it is. Read-only commands in other processes answer from it beside the server (`beside`).
+        A file of its own: the server's corpus cache is rewritten without vectors while it indexes, this one only
         here, so a reader always finds the last store at rest. The caller keeps its own ingests out meanwhile (no
         other process writes: the serve lock). 9 s on the 3,706 bundled papers at load 10 (63 MB), once per change.
         Returns whether the shared snapshot is the store's now."""
         key, read, at_rest = self._cache_key()
-        if not key or not at_rest:
+        if not key or not at_rest or read is None:
             return False
         path = self._shared_path()
         found = _load_corpus(path, key)
-        if found is not None and found.dense is not None:
-            return True
-        state = _load_corpus(self._cache_path(), key) or self._read_corpus()
-        if state.dense is None:  # a reader's cache of this store at rest has them already
-            state = replace(state, dense=snapshot.dense_from(self.index, state.papers))
-        _save_corpus(path, key, state)
-        return _load_corpus(path, key) is not None  # an unwritable data dir shares nothing
+        if found is None or found.dense is None:
+            state = _load_corpus(self._cache_path(), key) or self._read_corpus()
+            if state.dense is None:  # a reader's cache of this store at rest has them already
+                state = replace(state, dense=snapshot.dense_from(self.index, state.papers))
+            _save_corpus(path, key, state)
+            if _load_corpus(path, key) is None:
+                return False  # an unwritable data dir shares nothing
+        shared = {"generation": read.generation, "count": read.count}
+        with contextlib.suppress(OSError):
+            if json.loads(self._shared_mark_path().read_text(encoding="utf-8")) == shared:
+                return True
+        tmp = self._shared_mark_path().with_name(f".{self._shared_mark_path().name}.{os.getpid()}")
+        try:
+            tmp.write_text(json.dumps(shared), encoding="utf-8")
+            os.replace(tmp, self._shared_mark_path())  # after the snapshot: it names one that is there
+        except OSError:
+            return False
+        return True
 
     def _shared_state(self) -> "_Corpus":
         """Beside a `rag serve`: the corpus it last shared (`share`), with `stale` set when the store changed since
-        (it is adding papers now, or has just added them and not yet shared them). Without one the reader is
-        refused, as before, with what to do instead."""
-        try:
-            with self._shared_path().open("rb") as f:
-                key, state = pickle.load(f)
-        except Exception:  # none yet (the server is starting, or was started by an older version), or unreadable
-            key, state = None, None
-        mark = self.index.mark()
-        code = lambda k: (k[0], *k[3:])  # noqa: E731 - what the code that built it must share with this one
-        if not isinstance(state, _Corpus) or state.dense is None or not isinstance(key, tuple) or len(key) < 4 \
-                or code(key) != code(self._key(snapshot.Mark("", 0, ""))):
+        (it is adding papers now, or has just added them and not yet shared them). Without one (none yet, or one
+        written by another version of this code) the reader is refused, as before, with what to do instead."""
+        state = None
+        for _ in range(2):  # a second look if the server replaced the snapshot between the two reads
+            try:
+                shared = json.loads(self._shared_mark_path().read_text(encoding="utf-8"))
+                read = snapshot.Mark(str(shared["generation"]), int(shared["count"]), self.index.embedder.identity)
+            except Exception:  # none yet (the server is starting, or is of an older version), or unreadable
+                break
+            state = _load_corpus(self._shared_path(), self._key(read))
+            if state is not None and state.dense is not None:
+                break
+        if state is None or state.dense is None:
             raise StoreBusyError(self.index.refuse_open.rstrip(".") + ". It has not shared a snapshot of the index for "
                                  "other processes yet (it does once the index is at rest): try again in a moment.")
-        self.stale = mark is None or key != self._key(mark)
+        mark = self.index.mark()
+        self.stale = mark is None or (mark.generation, mark.count) != (read.generation, read.count)
         return state
 
     def _read_corpus(self, dense: bool = False) -> "_Corpus":
