@@ -98,10 +98,11 @@ def _engine(**overrides: Any):
 
 
 def _existing_engine(**overrides: Any):
-    """An engine over an index that must already exist (ask, chat, stats): a data dir with no index is an error
-    naming `rag ingest`, and nothing is created there."""
+    """An engine over an index that must already exist (ask, chat, stats, related, topics): a data dir with no
+    index is an error naming `rag ingest`, and nothing is created there. Read-only: beside a running `rag serve` it
+    answers from the snapshot that server shares (`rag.store.lock`)."""
     engine = _engine(**overrides)
-    engine.require_index(empty_ok=True)  # a running server's store: that message, not "no index"
+    engine.require_index(empty_ok=True, beside_ok=True)  # beside a running server: the snapshot it shares
     return engine
 
 
@@ -366,7 +367,10 @@ def usage_text(usage: dict, settings: Settings | None) -> str:
 
 def render_sources(answer, settings: Settings | None = None) -> str:
     lines = [f"note: {notice}" for notice in answer.notices]
-    if answer.retrieval_query:
+    if answer.searched_words:  # a Chinese question: its words, not the glossary's English terms (those in --json)
+        if answer.searched_words != answer.question:
+            lines.append(f"searched: {answer.searched_words}")
+    elif answer.retrieval_query:
         lines.append(f"searched: {answer.retrieval_query}")
     if answer.rewrite:
         lines.append(f"searched beside it (the LLM's rewrite): {answer.rewrite}")
@@ -566,7 +570,7 @@ def related(paper: str, k: int, as_json: bool, **settings: Any) -> None:
 
     \b
     Nearest by whole-paper vector (the mean of the paper's chunk vectors, stored at ingest): cosine similarity,
-    the paper itself left out.
+    the paper itself left out, and "close" or "loosely related" (under a similarity measured on the bundled list).
       rag related "Scaling and evaluating sparse autoencoders"
       rag related tcsZt9ZNKD --k 10 --json
     """
@@ -577,8 +581,9 @@ def related(paper: str, k: int, as_json: bool, **settings: Any) -> None:
     echo(f"Related to {result.paper.title or result.paper.label} ({result.paper.paper_id}):")
     for i, near in enumerate(result.related, start=1):
         decision = f" · {near.paper.decision}" if near.paper.decision else ""
-        echo(f"{i:>3}. {near.score:.3f}  {near.paper.title or near.paper.label} ({near.paper.paper_id}"
-                   f"{decision})")
+        closeness = "loosely related" if near.loose else "close"  # AnswerPolicy.related_floor
+        echo(f"{i:>3}. {near.score:.3f} {closeness:<15}  {near.paper.title or near.paper.label} ({near.paper.paper_id}"
+             f"{decision})")
 
 
 @main.command()

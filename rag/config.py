@@ -124,6 +124,15 @@ class AnswerPolicy(BaseModel):
         "sentences plus the best match; 3 measured against it with Qwen2.5-Coder-1.5B on the describe_final6 and "
         "describe_final7 LLM subsets (dev, 26 answerable questions): facts 0.692 -> 0.654 and 0.731 -> 0.692, "
         "~150 fewer prompt tokens, no shorter p50 (longer answers): kept at 4 (eval/DECISIONS.md).")
+    related_floor: float = Field(
+        0.55, description="A related paper (`rag related`, a card's Related list) under this cosine similarity of "
+        "whole-paper vectors is shown as \"loosely related\", not \"close\": every paper has 5 nearest papers, and "
+        "a paper on a rare topic (LaMPlace, macro placement) had a multimodal-DPO paper among them at 0.52. Over the "
+        "3,706 bundled papers' 5 nearest each: the nearest's similarity is under 0.549 for one paper in ten (p10); "
+        "under 0.55 are 22% of the neighbours, 49% of them in the paper's own topic cluster (of 20) against 66% "
+        "above (the share crosses one half at 0.516). LaMPlace: CircuitFusion 0.559 close; offline model-based "
+        "optimization 0.546, logic optimization 0.538, Instruct-SkillMix 0.526, CHiP (multimodal DPO) 0.522 loosely "
+        "related (eval/related_floor.py).")
 
     def rare_limit(self, papers: int) -> int:
         """The most papers a term may appear in and still be a rare name: max(2, papers / rare_name_papers). The one

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from rag.errors import RagError, whole_number
+from rag.errors import RagError, one_line, whole_number
 from rag.config import LIMITS, Settings
 from rag.text import ESCAPES, load_sentence_splitter, plain
 from rag.store import lock, snapshot
@@ -350,12 +350,14 @@ class Engine:
         self._generation: str | None = None  # the store's change mark the retriever's papers were loaded at
         self._checked = 0.0  # when that mark was last compared with the store's (monotonic seconds)
         self._owns_index = True  # False for `derive`'s engines: `close` leaves a shared index open
+        self.beside = False  # a `rag serve` owns the embedded store: read-only, from the snapshot it shares
 
     def derive(self, **overrides: Any) -> "Engine":
         """An engine with some settings changed that shares this one's loaded embedder, index and retriever
         (the store settings must stay the same)."""
         engine = Engine(Settings.model_validate({**dict(self.settings), **overrides}))
         engine._embedder, engine._index, engine._retriever = self._embedder, self._index, self._retriever
+        engine.beside = self.beside
         engine._owns_index = engine._index is None  # a shared index is closed by the engine that opened it
         return engine
 
@@ -363,8 +365,15 @@ class Engine:
     def index(self) -> PaperIndex:
         with self._lock:
             if self._index is None:
+                if not self.serving and lock.served(self.settings):
+                    # Beside the `rag serve` that owns this embedded store: never open it; questions read the
+                    # snapshot the server shares (`HybridRetriever.share`), anything else is refused.
+                    self._embedder = make_embedder(self.settings)
+                    self._index = PaperIndex(self.settings, self._embedder, lazy=True,
+                                             refuse_open=lock.busy_message(self.settings, "open it"))
+                    self.beside = True
+                    return self._index
                 if not self.serving:
-                    lock.check_free(self.settings, "open it")
                     if (mark := snapshot.read_mark(self.settings)) is not None:
                         # An embedded store at rest: a question reads it from the data dir (rag.store.snapshot),
                         # and chromadb is imported only if something else needs the store. Built with another
@@ -392,7 +401,8 @@ class Engine:
             if self._retriever is None:
                 self._generation = self._store_generation(index)  # read first: a change meanwhile shows later
                 self._checked = time.monotonic()
-                self._retriever = HybridRetriever(index, snapshot=not self.serving, mpnet=self._mpnet())
+                self._retriever = HybridRetriever(index, snapshot=not self.serving, mpnet=self._mpnet(),
+                                                  beside=self.beside)
             retriever = self._retriever
         self._check_store(index)
         return retriever
@@ -465,6 +475,8 @@ class Engine:
         paper's id would replace its abstract, decision and link for every user); such records are skipped as
         problems. An upload of more than `upload_max_records` papers is refused (UploadError) before anything
         is embedded: that is work for `rag ingest`."""
+        if not self.serving:  # a reader may answer beside a `rag serve`; a writer may not
+            lock.check_free(self.settings, "add papers to it")
         with self._ingest_lock:
             read = read_paths(paths, max_papers=self.settings.upload_max_records if upload else None)
             if read.too_many_papers:
@@ -571,6 +583,7 @@ class Engine:
 
         def run() -> None:
             try:
+                self.share_quietly()  # first the store as it is, for readers beside the server while this runs
                 stats = self.ingest(paths, progress=progress, refresh_every=refresh_every)
                 problems = f"; {stats.problem_count:,} problem(s)" if stats.problem_count else ""
                 state.summary = stats.summary() + problems
@@ -585,6 +598,7 @@ class Engine:
                        f"{state.summary.removeprefix('indexing stopped: ')}")
             elif report is not None:
                 report(f"Indexed {state.total:,} papers in {state.seconds:.0f} s: {state.summary}.")
+            self.share_quietly()  # after "Indexed": about 9 s on the bundled list at load 10
 
         thread = threading.Thread(target=run, name="background-ingest", daemon=True)
         thread.start()
@@ -665,6 +679,9 @@ class Engine:
                                                       retrieval.query_vector, plan.rewrite.search, plan.asked)
         retrieved = time.perf_counter()
         partial = None  # where the notice of a partial index is, to say after answering what may change
+        if retriever.stale:
+            notices.append(f"A running `rag serve` is changing this index: searched the "
+                           f"{len(retriever.state.papers):,} papers of the last snapshot it shared.")
         if self.indexing.running and self.indexing.total:
             partial = len(notices)
             notices.append(f"Searched the {len(retriever.state.papers):,} papers indexed so far; indexing of "
@@ -676,7 +693,8 @@ class Engine:
                            "Add papers says they are in.")
         answer = Answer(question=question, answer="", mode="extractive", abstained=True, citations=[],
                         sources=sources_from(retrieval), confidence=round(retrieval.confidence, 4),
-                        retrieval_query=search if search != question else "", notices=notices,
+                        retrieval_query=search if search != question else "", searched_words=plan.asked,
+                        notices=notices,
                         fallback_reason=plan.fallback, answer_type=intent.type, filters=filters, focus=focus,
                         rewrite=plan.rewrite.search if plan.rewrite else "",
                         timings={"load_ms": _ms(started, loaded), "retrieve_ms": _ms(loaded, retrieved)})
@@ -858,14 +876,18 @@ class Engine:
                                         for p in self.retriever.state.papers for a in p.authors)
 
     def stats(self) -> dict[str, Any]:
-        papers = self.index.all_papers()
+        if self.index.refuse_open:  # beside a `rag serve`: the snapshot it shares (its chunks: those of its papers)
+            state = self.retriever.state
+            papers, chunks = state.papers, len(state.dense.chunk_paper) if state.dense is not None else 0
+        else:
+            papers, chunks = self.index.all_papers(), self.index.chunk_count()
         return {
             "data_dir": str(self.settings.data_dir),
             "collection": self.settings.collection,
             "embedder": self.index.embedder.identity,
             "papers": len(papers),
             "title_only": sum(not p.has_abstract for p in papers),  # found by title and authors, never quoted
-            "chunks": self.index.chunk_count(),
+            "chunks": chunks,
             "decisions": dict(Counter(p.decision or "(none)" for p in papers).most_common()),
             "sources": dict(Counter(Path(p.source).name for p in papers).most_common()),
         }
@@ -881,13 +903,46 @@ class Engine:
         return topic_map(self, stale_ok=self.indexing.running)
 
     def is_empty(self) -> bool:
+        if self.index.refuse_open:  # beside a `rag serve`: the papers of the snapshot it shares
+            return not self.retriever.state.papers
         return self.index.count() == 0
 
-    def require_index(self, empty_ok: bool = False) -> None:
+    def share_snapshot(self) -> bool:
+        """In `rag serve` over an embedded store at rest: share the snapshot read-only commands in other processes
+        answer from beside it (`HybridRetriever.share`), with this process's own ingests kept out meanwhile. Returns
+        whether one is shared for the store as it is."""
+        if not self.serving or self.settings.chroma_url:
+            return False
+        with self._ingest_lock:
+            return self.retriever.share()
+
+    def share_quietly(self) -> None:
+        """`share_snapshot`, where a failure only means readers in other processes are refused (or read the last
+        snapshot) until the next one: logged, never raised."""
+        try:
+            self.share_snapshot()
+        except Exception as exc:
+            log.warning("could not share the index with other processes: %s", one_line(exc))
+
+    def share_in_background(self) -> threading.Thread:
+        """`share_quietly` in a thread (`rag serve` at start-up and after an upload)."""
+        thread = threading.Thread(target=self.share_quietly, name="share-snapshot", daemon=True)
+        thread.start()
+        return thread
+
+    def require_index(self, empty_ok: bool = False, beside_ok: bool = False) -> None:
         """Raise a one-line RagError naming the fix when there is nothing to answer from: a `rag serve` holds this
-        embedded store (`rag.store.lock`), there is no index in the data dir (nothing is created there), or, unless
-        `empty_ok`, it holds no paper. Shells over an existing index call it first; a long-running one (`rag mcp`)
+        embedded store (`rag.store.lock`; with `beside_ok`, a read-only shell answers beside it from the snapshot it
+        shares, and is refused only when there is none yet), there is no index in the data dir (nothing is created
+        there), or, unless `empty_ok`, it holds no paper. Shells over an existing index call it first; a
+        long-running one (`rag mcp`, which would keep answering from a snapshot the server has since changed)
         before every call, since a `rag serve` may have started on the store since."""
+        if beside_ok and not self.serving and lock.served(self.settings):
+            self.retriever  # the shared snapshot, or the busy message saying there is none yet
+            if not empty_ok and self.is_empty():
+                raise NoIndexError(f"the index in {self.settings.data_dir} is empty; add papers through the running "
+                                   "server's page (Add papers)")
+            return
         lock.check_free(self.settings, "open it")
         if not self.settings.chroma_url and not self.settings.chroma_path.exists():
             raise NoIndexError(f"there is no index in {self.settings.data_dir}: run `rag ingest PATH` first, or "

@@ -1,5 +1,6 @@
-"""Serving and indexing at once: the embedded store is owned by the `rag serve` process (other processes are
-refused with a message naming the fix), and a background ingest makes papers searchable as it goes and resumes
+"""Serving and indexing at once: the embedded store is owned by the `rag serve` process (other processes that would
+write or open it are refused with a message naming the fix; read-only commands answer from the snapshot it
+shares), and a background ingest makes papers searchable as it goes and resumes
 after a restart without embedding anything twice."""
 
 from __future__ import annotations
@@ -37,6 +38,45 @@ def test_other_processes_are_refused_while_rag_serve_owns_the_store(tmp_path):
     run = subprocess.run(rag_cmd("ingest", "-q", str(DATA / "papers_small.jsonl"), data_dir=settings.data_dir),
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0 and "added 8" in run.stdout, run.stderr  # the lock goes with its process
+
+
+def test_read_only_commands_answer_beside_a_running_rag_serve_and_ingest_is_refused(tmp_path):
+    """README's first section starts `make run`, then has the user try the CLI: `rag ask`, `rag related` and
+    `rag topics` exited 1 with "a running `rag serve` ... uses the index" (issue 54 item 1). Beside a real
+    `rag serve` they answer from the snapshot it shares; `rag ingest` is still refused, saying what to do."""
+    from helpers import COVERED, free_port, wait_for_page
+
+    data_dir = tmp_path / "index"
+    run = subprocess.run(rag_cmd("ingest", "-q", str(SEEDS), data_dir=data_dir), cwd=ROOT, capture_output=True,
+                         text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    port = free_port()
+    with (tmp_path / "serve.log").open("w") as log:
+        proc = subprocess.Popen(rag_cmd("serve", "--no-bundled", "--port", str(port), data_dir=data_dir), cwd=ROOT,
+                                stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for_page(f"http://127.0.0.1:{port}/", proc, timeout=180)
+        shared = data_dir / "corpus" / "papers.shared.json"  # written by the server once it serves (a few s)
+        deadline = time.monotonic() + 60
+        while not shared.exists():
+            assert time.monotonic() < deadline and proc.poll() is None, (tmp_path / "serve.log").read_text()
+            time.sleep(0.3)
+        for args, expected in ((("ask", COVERED), "Switch Sparse Autoencoders"),
+                               (("related", "Efficient Dictionary Learning with Switch Sparse Autoencoders"), "1."),
+                               (("topics",), "38 papers in"), (("stats",), "38")):
+            run = subprocess.run(rag_cmd(*args, data_dir=data_dir), cwd=ROOT, capture_output=True, text=True,
+                                 timeout=300)
+            assert run.returncode == 0 and expected in run.stdout, (args, run.stdout, run.stderr)
+            assert "Traceback" not in run.stderr
+        run = subprocess.run(rag_cmd("ingest", str(DATA / "papers_small.jsonl"), data_dir=data_dir), cwd=ROOT,
+                             capture_output=True, text=True, timeout=300)
+        assert run.returncode == 1 and "Traceback" not in run.stderr and run.stderr.count("\n") == 1, run.stderr
+        assert "a running `rag serve`" in run.stderr and "cannot add papers to it there" in run.stderr
+        assert "Add papers" in run.stderr, run.stderr
+        assert proc.poll() is None  # the server is untouched
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
 
 
 def test_a_second_process_adding_papers_to_the_same_store_is_refused_while_the_first_writes(tmp_path):

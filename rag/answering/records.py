@@ -54,6 +54,9 @@ class Answer:
     timings: dict[str, float] = field(default_factory=dict)  # milliseconds
     confidence: float = 0.0  # score of the best sentence of the top papers: what the abstention gate looks at
     retrieval_query: str = ""  # what was searched, when it differs from the question (follow-ups)
+    # A Chinese question's own words that were searched (`retrieval_query` then holds their English terms from the
+    # glossary, which may miss: the page shows these words, the English terms only on demand)
+    searched_words: str = ""
     # What the LLM rewrote the question into for search, searched beside it (rag.generation.rewrite): model output, so
     # plain text wherever it is shown
     rewrite: str = ""

@@ -2,7 +2,8 @@
 
 A paper's neighbours are ranked by the cosine of whole-paper vectors: the `<collection>-papers` records of
 `rag.store.index` hold, for every paper, the normalized mean of its chunk vectors. They are read from the store once per
-corpus (the retriever's `state`, replaced on every refresh after an ingest) into one [papers, dim] matrix, so a
+corpus (the retriever's `state`, replaced on every refresh after an ingest; over a store at rest, from the snapshot's
+copy of them, `rag.store.snapshot.Dense`, so `rag related` needs no chromadb) into one [papers, dim] matrix, so a
 related query is one matrix-vector product (under a millisecond for 2,114 papers) and never embeds anything.
 
 `find_paper` resolves what a user typed (`rag related`, the `/related` API): a paper id; a title, compared with
@@ -11,7 +12,9 @@ gives ("TEAL", whose title is "Training-Free Activation Sparsity in Large Langua
 words only: "TEAL" is not in "sTEALthy" or "STEALing". Anything else is a `PaperNotFound` whose one line says what
 to give instead, naming the papers that do have the words (exact-case name hits first).
 
-How good the neighbours are is measured by `rag eval` (`rag.evaluation.harness.related_recall`).
+How good the neighbours are is measured by `rag eval` (`rag.evaluation.harness.related_recall`). A neighbour under
+`AnswerPolicy.related_floor` is marked `loose` and shown as "loosely related": every paper has 5 nearest papers,
+and for one on a rare topic (LaMPlace, chip placement) the fifth can be about something else entirely.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class PaperNotFound(RagError, ValueError):
 class Neighbour:
     paper: StoredPaper
     score: float  # cosine similarity of the whole-paper vectors
+    loose: bool = False  # under `AnswerPolicy.related_floor`: the nearest there is, not a close relative
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,8 @@ class Related:
 
     def to_dict(self) -> dict[str, Any]:
         return {"paper": paper_dict(self.paper),
-                "related": [{**paper_dict(n.paper), "score": round(n.score, 4)} for n in self.related]}
+                "related": [{**paper_dict(n.paper), "score": round(n.score, 4), "loose": n.loose}
+                            for n in self.related]}
 
 
 def paper_dict(paper: StoredPaper) -> dict[str, Any]:
@@ -84,12 +89,15 @@ class Explorer:
             state = self.retriever.state
             if state is not self.state:
                 ids = [p.paper_id for p in state.papers]
-                found = self.retriever.index.paper_vectors(ids)  # a store that is down: its one-line StoreError
-                dim = len(next(iter(found.values()))) if found else 0
-                matrix = np.zeros((len(ids), dim), dtype=np.float32)
-                for i, pid in enumerate(ids):
-                    if pid in found:
-                        matrix[i] = found[pid]
+                if state.dense is not None and not self.retriever.index.opened:
+                    matrix = state.dense.paper_vectors  # the snapshot's copy of them: no chromadb (a store at rest)
+                else:
+                    found = self.retriever.index.paper_vectors(ids)  # a store that is down: its one-line StoreError
+                    dim = len(next(iter(found.values()))) if found else 0
+                    matrix = np.zeros((len(ids), dim), dtype=np.float32)
+                    for i, pid in enumerate(ids):
+                        if pid in found:
+                            matrix[i] = found[pid]
                 norms = np.linalg.norm(matrix, axis=1, keepdims=True)
                 self.vectors = matrix / np.maximum(norms, 1e-12)
                 self.state = state
@@ -109,7 +117,9 @@ class Explorer:
         if decisions:
             scores[~np.isin(state.decisions, list(decisions))] = -np.inf
         order = np.argsort(-scores, kind="stable")[:k]
-        return Related(paper, [Neighbour(state.papers[j], float(scores[j])) for j in order if np.isfinite(scores[j])])
+        floor = self.retriever.index.settings.policy.related_floor
+        return Related(paper, [Neighbour(state.papers[j], float(scores[j]), bool(scores[j] < floor))
+                               for j in order if np.isfinite(scores[j])])
 
     def matrix(self) -> tuple[list[StoredPaper], np.ndarray]:
         """Every paper and its unit vector (the topic map's input)."""

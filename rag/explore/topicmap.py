@@ -7,7 +7,9 @@ seeded (SEED) so the same index gives the same map:
   size (topic 1 is the largest);
 - labels: c-TF-IDF (class-based TF-IDF, as BERTopic names topics) over each cluster's titles and abstracts joined
   into one document: a word or two-word phrase scores high if it is frequent in that cluster and rare in the
-  others; the three best, minus words already said, name the topic;
+  others; the three best, minus words already said, name the topic, and a topic's name opens with a term whose words
+  no other topic's name has (the cluster a word describes best keeps it: two "diffusion, ..." or "llms, knowledge"
+  topics read as one);
 - decision mix: Oral / Spotlight / Poster counts per topic, and example papers (nearest the cluster's centre,
   overall and per decision) for answers that cite one or two.
 
@@ -42,7 +44,7 @@ import numpy as np
 from rag.store.index import StoredPaper
 from rag.explore.related import explorer
 
-MAP_FORMAT = "map4"  # version of the method and file: part of the key
+MAP_FORMAT = "map5"  # version of the method and file: part of the key
 # A map is extended, not rebuilt, while the papers added (and removed) since it was built are at most this share
 # of it: its topics keep their numbers and names (adding 4 papers once renumbered and renamed all 20).
 STABLE_SHARE = 0.10
@@ -155,7 +157,8 @@ def _singular(word: str) -> str:
 
 
 def label_terms(docs: list[str], top: int = LABEL_TERMS) -> list[list[str]]:
-    """The `top` most distinctive words or two-word phrases of each document (one per cluster), by c-TF-IDF."""
+    """The `top` most distinctive words or two-word phrases of each document (one per cluster), by c-TF-IDF; the
+    first term of each has no word of another's terms (given in order of the clusters' best scores)."""
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer
 
     stop = sorted(set(ENGLISH_STOP_WORDS) | GENERIC)
@@ -167,9 +170,13 @@ def label_terms(docs: list[str], top: int = LABEL_TERMS) -> list[list[str]]:
     per_class = matrix.sum() / max(len(docs), 1)
     idf = np.log1p(per_class / np.maximum(np.asarray(matrix.sum(axis=0)).ravel(), 1))
     scores = tf.multiply(idf).tocsr()
-    out = []
-    for row in range(len(docs)):
-        line = scores.getrow(row).toarray().ravel()
+    lines = [scores.getrow(row).toarray().ravel() for row in range(len(docs))]
+    out: list[list[str]] = [[] for _ in docs]
+    given: set[str] = set()  # the words of the labels given so far
+    # The cluster whose best term scores highest names itself first: a word two clusters share goes to the one it
+    # describes best, and the other is named by what sets it apart.
+    for row in sorted(range(len(docs)), key=lambda r: -float(lines[r].max(initial=0.0))):
+        line = lines[row]
         chosen: list[str] = []
         for j in np.argsort(-line, kind="stable"):
             if len(chosen) >= top or line[j] <= 0:
@@ -180,9 +187,12 @@ def label_terms(docs: list[str], top: int = LABEL_TERMS) -> list[list[str]]:
             if mine <= said:  # "networks" after "network", "graph" after "graph neural"
                 continue
             # "diffusion" gives way to "diffusion models"
-            chosen = [c for c in chosen if not {_singular(w) for w in c.split()} < mine]
-            chosen.append(term)
-        out.append(chosen)
+            kept = [c for c in chosen if not {_singular(w) for w in c.split()} < mine]
+            if (not kept or kept[0] != chosen[0]) and mine & given:
+                continue  # a label opens with words no other label has: no two "diffusion, ..." topics
+            chosen = kept + [term]
+        given |= {_singular(w) for c in chosen for w in c.split()}
+        out[row] = chosen
     return out
 
 

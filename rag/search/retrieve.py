@@ -64,6 +64,7 @@ import rag
 from rag.config import DEFAULT_POLICY, AnswerPolicy, Settings
 from rag.store import snapshot
 from rag.store.index import PaperIndex, Sentences, StoredPaper
+from rag.store.lock import StoreBusyError
 from rag.store.mpnet_vectors import PaperVectors
 from rag.store.snapshot import Dense
 from rag.text import is_boilerplate, plain, split_sentences, tokenize, visible
@@ -216,15 +217,20 @@ class HybridRetriever:
     candidates of the retrievers it expands between fuse and a second fuse."""
 
     def __init__(self, index: PaperIndex, reranker: Reranker | None = None, snapshot: bool = True,
-                 mpnet: PaperVectors | None = None) -> None:
+                 mpnet: PaperVectors | None = None, beside: bool = False) -> None:
         """`snapshot`: read the chunk and sentence vectors into the corpus cache when the store is at rest (2-3 s
         more on the whole bundled list, once per change of the store). `rag serve` says False: it has Chroma open
-        anyway, and would otherwise print "Indexed" that much later; a cached snapshot is used all the same.
-        `mpnet`: the whole-paper vectors of the third ranking (None: dense and BM25 only)."""
+        anyway, and would otherwise print "Indexed" that much later; a cached snapshot is used all the same (and it
+        writes the shared one for other processes afterwards: `share`).
+        `mpnet`: the whole-paper vectors of the third ranking (None: dense and BM25 only).
+        `beside`: a process beside the `rag serve` that owns the store (`rag.store.lock`): it reads only the
+        snapshot that server shares (`share`), never the store; `stale` says the server changed the store since."""
         self.index = index
         self.mpnet = mpnet
         self.reranker = reranker
         self.snapshot = snapshot
+        self.beside = beside
+        self.stale = False
         self.refresh()
 
     def refresh(self) -> None:
@@ -233,6 +239,9 @@ class HybridRetriever:
         vectors (`Dense`), so a question in a new process reads nothing through chromadb; a store being written
         (the background indexing of `rag serve`) is cached without them, and its questions query Chroma."""
         # One assignment, so a concurrent `retrieve` sees either the old corpus or the new one, never a mix.
+        if self.beside:
+            self.state = self._shared_state()
+            return
         key, read, at_rest = self._cache_key()
         state = _load_corpus(self._cache_path(), key) if key else None
         idle = False
@@ -271,12 +280,76 @@ class HybridRetriever:
             at_rest = found == mark
         else:
             at_rest = True
-        return ((CORPUS_FORMAT, mark.generation, mark.count, index.chunking, rag.__version__, bm25s.__version__,
-                 self.mpnet.identity if self.mpnet else None,
-                 tuple(f.name for f in fields(StoredPaper)), tuple(f.name for f in fields(_Corpus))), mark, at_rest)
+        return self._key(mark), mark, at_rest
+
+    def _key(self, mark: snapshot.Mark) -> tuple:
+        return (CORPUS_FORMAT, mark.generation, mark.count, self.index.chunking, rag.__version__, bm25s.__version__,
+                self.mpnet.identity if self.mpnet else None,
+                tuple(f.name for f in fields(StoredPaper)), tuple(f.name for f in fields(_Corpus)))
 
     def _cache_path(self) -> Path:
         return self.index.settings.data_dir / "corpus" / f"{self.index.settings.collection}.npz"
+
+    def _shared_path(self) -> Path:
+        cache = self._cache_path()  # the same format as the corpus cache, under a name of its own
+        return cache.with_name(f"{self.index.settings.collection}.shared{cache.suffix}")
+
+    def _shared_mark_path(self) -> Path:
+        return self._cache_path().with_name(f"{self.index.settings.collection}.shared.json")
+
+    def share(self) -> bool:
+        """In the `rag serve` that owns an embedded store at rest: write the shared snapshot, the corpus with every
+        chunk and sentence vector (`Dense`) in `corpus/<collection>.shared.*` (the corpus cache's format) and the
+        generation and paper count it was read at in `corpus/<collection>.shared.json`, unless it is there already
+        for the store as it is. Read-only commands in other processes answer from it beside the server (`beside`).
+        A file of its own: the server's corpus cache is rewritten without vectors while it indexes, this one only
+        here, so a reader always finds the last store at rest. The caller keeps its own ingests out meanwhile (no
+        other process writes: the serve lock). 9 s on the 3,706 bundled papers at load 10 (63 MB), once per change.
+        Returns whether the shared snapshot is the store's now."""
+        key, read, at_rest = self._cache_key()
+        if not key or not at_rest or read is None:
+            return False
+        path = self._shared_path()
+        found = _load_corpus(path, key)
+        if found is None or found.dense is None:
+            state = _load_corpus(self._cache_path(), key) or self._read_corpus()
+            if state.dense is None:  # a reader's cache of this store at rest has them already
+                state = replace(state, dense=snapshot.dense_from(self.index, state.papers))
+            _save_corpus(path, key, state)
+            if _load_corpus(path, key) is None:
+                return False  # an unwritable data dir shares nothing
+        shared = {"generation": read.generation, "count": read.count}
+        with contextlib.suppress(OSError):
+            if json.loads(self._shared_mark_path().read_text(encoding="utf-8")) == shared:
+                return True
+        tmp = self._shared_mark_path().with_name(f".{self._shared_mark_path().name}.{os.getpid()}")
+        try:
+            tmp.write_text(json.dumps(shared), encoding="utf-8")
+            os.replace(tmp, self._shared_mark_path())  # after the snapshot: it names one that is there
+        except OSError:
+            return False
+        return True
+
+    def _shared_state(self) -> "_Corpus":
+        """Beside a `rag serve`: the corpus it last shared (`share`), with `stale` set when the store changed since
+        (it is adding papers now, or has just added them and not yet shared them). Without one (none yet, or one
+        written by another version of this code) the reader is refused, as before, with what to do instead."""
+        state = None
+        for _ in range(2):  # a second look if the server replaced the snapshot between the two reads
+            try:
+                shared = json.loads(self._shared_mark_path().read_text(encoding="utf-8"))
+                read = snapshot.Mark(str(shared["generation"]), int(shared["count"]), self.index.embedder.identity)
+            except Exception:  # none yet (the server is starting, or is of an older version), or unreadable
+                break
+            state = _load_corpus(self._shared_path(), self._key(read))
+            if state is not None and state.dense is not None:
+                break
+        if state is None or state.dense is None:
+            raise StoreBusyError(self.index.refuse_open.rstrip(".") + ". It has not shared a snapshot of the index for "
+                                 "other processes yet (it does once the index is at rest): try again in a moment.")
+        mark = self.index.mark()
+        self.stale = mark is None or (mark.generation, mark.count) != (read.generation, read.count)
+        return state
 
     def _read_corpus(self, dense: bool = False) -> "_Corpus":
         papers = self.index.all_papers()
@@ -738,7 +811,8 @@ def _corpus_from(meta: dict, arrays: dict[str, np.ndarray]) -> "_Corpus":
     dense = None
     if meta["dense"] is not None:
         dense = Dense(**{a: arrays[a] for a in _DENSE_ARRAYS},
-                      sentence_texts=_split(arrays["sentence_texts"], meta["dense"]))
+                      sentence_texts=_split(arrays["sentence_texts"], meta["dense"]),
+                      paper_vectors=arrays.get("paper_vectors"))
     df = Counter(dict(zip(_split(arrays["df_words"], meta["df"]), arrays["df_counts"].tolist())))
     return _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
                    np.array([p.decision for p in papers], dtype=object), bm25, df,
@@ -796,6 +870,8 @@ def _corpus_parts(key: tuple, state: "_Corpus") -> tuple[dict, dict[str, np.ndar
     if state.dense is not None:
         arrays.update({a: getattr(state.dense, a) for a in _DENSE_ARRAYS})
         arrays["sentence_texts"] = _joined(list(state.dense.sentence_texts))
+        if state.dense.paper_vectors is not None:  # the shared snapshot's (rag related, the map beside a server)
+            arrays["paper_vectors"] = state.dense.paper_vectors
         dense = len(state.dense.sentence_texts)
     if state.mpnet is not None:
         arrays["mpnet"] = state.mpnet

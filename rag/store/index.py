@@ -48,6 +48,7 @@ from rag.text import sentence_spans
 from rag.store.embeddings import Embedder, EmbeddingError
 from rag.store.ingest import Paper
 from rag.store import prebuilt, snapshot
+from rag.store.lock import StoreBusyError
 
 SENTENCE_FORMAT = "s1"  # version of the stored sentences; part of the `chunking` marker
 INGEST_BATCH = 64  # papers embedded and committed together
@@ -83,7 +84,7 @@ def _guarded(method: Callable) -> Callable:
     def wrapper(self: "PaperIndex", *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
-        except (StoreError, ConfigError, EmbeddingError):
+        except (StoreError, ConfigError, EmbeddingError, StoreBusyError):
             raise
         except Exception as exc:
             raise store_error(self.settings, exc) from None
@@ -229,10 +230,14 @@ def read_by_id_config() -> dict[str, Any]:
 class PaperIndex:
     """The Chroma side of the app: upsert papers, query chunks, list papers."""
 
-    def __init__(self, settings: Settings, embedder: Embedder, client: Any | None = None, lazy: bool = False) -> None:
+    def __init__(self, settings: Settings, embedder: Embedder, client: Any | None = None, lazy: bool = False,
+                 refuse_open: str = "") -> None:
         """`lazy`: open the Chroma client and collections on first use, not here. A question over an embedded store
-        at rest reads everything from the data dir (`rag.store.snapshot`): then chromadb is never imported."""
+        at rest reads everything from the data dir (`rag.store.snapshot`): then chromadb is never imported.
+        `refuse_open`: never open them; whatever would is refused with this message (a StoreBusyError: a reader
+        beside a `rag serve`, which owns the store, `rag.store.lock`)."""
         self.settings = settings
+        self.refuse_open = refuse_open
         self.embedder = embedder
         self._client = client
         self._opening = threading.Lock()
@@ -258,6 +263,8 @@ class PaperIndex:
         return "sentences" in self.__dict__
 
     def _open(self) -> None:
+        if self.refuse_open:
+            raise StoreBusyError(self.refuse_open)
         with self._opening:
             if self.opened:
                 return

@@ -4,8 +4,10 @@ The embedded store (a `PersistentClient` in the data dir) belongs to one process
 writing to it is not seen by the one serving (the server keeps answering from what it loaded, and Chroma may
 report "Nothing found on disk"). So `rag serve` holds an exclusive `flock` on the data dir itself for its
 lifetime (`<data dir>/serve.lock` only records its PID: deleting or replacing that file changes nothing), and
-every other command that opens the same embedded store checks it first and stops at once with
-a message that names the fixes (add papers through the page, stop the server, or share a Chroma server).
+every other command that would open the same embedded store checks it first and stops at once with a message that
+names the fixes (add papers through the page, stop the server, or share a Chroma server). Read-only commands
+(`rag ask`, `chat`, `related`, `topics`, `stats`) do not open it: they answer beside the server from the snapshot it
+shares in the data dir (`rag.search.retrieve`, "shared snapshot"), never through chromadb.
 The kernel drops the lock when the server process dies, even by kill -9, so a stale lock never blocks anyone.
 A Chroma server (`chroma_url`) is made for many processes and needs no lock.
 
@@ -87,21 +89,33 @@ def _write_pid(path: Path) -> None:
 
 def check_free(settings: Settings, doing: str) -> None:
     """Raise StoreBusyError if a `rag serve` holds this embedded store. Creates nothing."""
+    if served(settings):
+        raise StoreBusyError(_busy(settings, doing))
+
+
+def served(settings: Settings) -> bool:
+    """Whether a `rag serve` holds this embedded store now (never for a Chroma server). Creates nothing."""
     if settings.chroma_url:
-        return
+        return False
     try:
         fd = os.open(settings.data_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
-        return  # no data dir yet (nobody serves it), or not one: the store's own checks say what is wrong
+        return False  # no data dir yet (nobody serves it), or not one: the store's own checks say what is wrong
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         fcntl.flock(fd, fcntl.LOCK_UN)
     except BlockingIOError:
-        raise StoreBusyError(_busy(settings, doing)) from None
+        return True
     except OSError:
-        return
+        return False
     finally:
         os.close(fd)
+    return False
+
+
+def busy_message(settings: Settings, doing: str) -> str:
+    """The one line that says a `rag serve` holds this store and what to do instead (`StoreBusyError`'s)."""
+    return _busy(settings, doing)
 
 
 def _busy(settings: Settings, doing: str) -> str:

@@ -10,7 +10,8 @@ versions may write to without saying so):
   ingest after its last write, with the same new generation it gives the store (`PaperIndex.mark_changed`), and
   removed before its first write (`forget`). Present, it says the store has not changed since, for writers of this
   version; absent or unreadable, a reader goes through chromadb as before.
-- `Dense` (every chunk vector with its paper, every sentence with its text and vector) is saved with the corpus
+- `Dense` (every chunk vector with its paper, every sentence with its text and vector, every paper's whole-paper
+  vector) is saved with the corpus
   cache of `rag.search.retrieve` under the same key; dense retrieval is then an exact cosine search in numpy
   (5k x 384: a few ms), which also has none of the run-to-run variation of Chroma's HNSW graph.
 
@@ -58,6 +59,9 @@ class Dense:
     sentence_start: np.ndarray  # int64 [papers + 1]
     sentence_vectors: np.ndarray  # float32 [sentences, dim]
     sentence_texts: list[str]
+    # float32 [papers, dim]: each paper's whole-paper vector as its store record holds it (`rag related`, the map),
+    # zero for a paper without one
+    paper_vectors: np.ndarray | None = None
 
     def nearest(self, vector: np.ndarray, n: int, allowed: np.ndarray | None) -> list[tuple[int, float]]:
         """The `n` nearest chunks of the papers `allowed` (a mask over corpus positions; None: all) as (paper
@@ -190,4 +194,9 @@ def dense_from(index: Any, papers: list[Any]) -> Dense:
         start[p + 1] = len(texts)
     sentence_vectors = (np.ascontiguousarray(np.concatenate(vectors), dtype=np.float32) if vectors
                         else np.zeros((0, dim), dtype=np.float32))
-    return Dense(chunk_paper, kept_vectors, start, sentence_vectors, texts)
+    found = index.paper_vectors([p.paper_id for p in papers])
+    paper_vectors = np.zeros((len(papers), len(next(iter(found.values()))) if found else dim), dtype=np.float32)
+    for p, paper in enumerate(papers):
+        if paper.paper_id in found:
+            paper_vectors[p] = found[paper.paper_id]
+    return Dense(chunk_paper, kept_vectors, start, sentence_vectors, texts, paper_vectors)

@@ -394,6 +394,8 @@ class ChatApp:
 
             progress(0, desc=words("reading_files", lang))
             stats = engine.ingest(paths, upload=True, progress=embedding)  # its own papers, never others'
+            if stats.added or stats.updated or stats.removed:
+                engine.share_in_background()  # readers beside the server see them too
         except Exception as exc:
             return inert(public_message(exc, self.settings)), indexing_line(engine, lang)
         names = {str(p): p.name for p in paths}
@@ -538,8 +540,8 @@ def _lay_out(engine: Engine, menu: ModelMenu, t: Any) -> _Layout:
     export_id = gr.State("")
     gr.Markdown(t("header"), elem_id="header")
     progress = gr.Markdown(_translated_status(t, engine), elem_id="indexing")
-    with gr.Row():
-        with gr.Column(scale=3):
+    with gr.Row(elem_id="main-row"):  # on a phone one column: chat, then the sources (rag.web.render.CSS)
+        with gr.Column(scale=3, elem_id="chat-col"):
             # latex_delimiters=[]: TeX from papers is shown as plain text (`rag.text.readable`), never typeset
             # by KaTeX from a paper's own `$$...$$` (which could draw over the page).
             chatbot = gr.Chatbot(label=t("chat"), height=560, elem_id="chat", sanitize_html=True,
@@ -552,8 +554,10 @@ def _lay_out(engine: Engine, menu: ModelMenu, t: Any) -> _Layout:
                 box = gr.Textbox(placeholder=t("question"), show_label=False, scale=6,
                                  elem_id="question", max_length=100_000, submit_btn=False)
                 send = gr.Button(t("ask"), variant="primary", scale=1, elem_id="ask")
-            examples = gr.Examples(EXAMPLES, inputs=box, label=t("examples"))  # a click asks (`_wire_answers`)
-            examples_zh = gr.Examples(EXAMPLES_ZH, inputs=box, label=t("examples"), visible=False)
+            examples = gr.Examples(EXAMPLES, inputs=box, label=t("examples"),  # a click asks (`_wire_answers`)
+                                   elem_id="examples")
+            examples_zh = gr.Examples(EXAMPLES_ZH, inputs=box, label=t("examples"), visible=False,
+                                      elem_id="examples-zh")
             with gr.Row():
                 export_buttons = [gr.Button(t("export_md"), elem_id="export-md", size="sm"),
                                   gr.Button(t("export_json"), elem_id="export-json", size="sm")]
@@ -565,7 +569,7 @@ def _lay_out(engine: Engine, menu: ModelMenu, t: Any) -> _Layout:
                                          file_types=sorted(SUPPORTED_SUFFIXES))
             spent = gr.Markdown("", elem_id="session-totals")
             added = gr.Markdown("", elem_id="added")
-        with gr.Column(scale=2):
+        with gr.Column(scale=2, elem_id="side-col"):
             model = gr.Dropdown(menu.choices, value=menu.default or None, label=t("model"), elem_id="model",
                                 visible=menu.several, interactive=True)
             with gr.Accordion(t("filters"), open=True):
@@ -703,6 +707,7 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
         print(f"warning: the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first, or add "
               "papers on the page", flush=True)
     else:
+        engine.share_in_background()  # for read-only commands beside the server (`rag ask`: rag.store.lock)
         warm_map(engine)  # the map of the collection, ready by the first page load (rag.explore.topicmap)
     demo = build(engine)
     auth = None

@@ -54,6 +54,7 @@ SERVER_WORDS: dict[str, tuple[str, str]] = {
                       "不确定：列出最接近的论文，没有一篇明确回答"),
     "sources_empty": PAGE_WORDS["sources_empty"],
     "searched": ("Searched: ", "检索范围："),
+    "english_terms": ("English search terms", "英文检索词"),
     "semicolon": ("; ", "；"),
     "or": (" or ", " 或 "),
     "only_decisions": ("only {decisions}", "仅限 {decisions}"),
@@ -66,6 +67,8 @@ SERVER_WORDS: dict[str, tuple[str, str]] = {
                   "再显示 {n} 个来源（第 {first}–{last} 个，共 {total} 个）"),
     "related": ("Related ({n})", "相关论文（{n}）"),
     "similarity": ("similarity {score}", "相似度 {score}"),
+    "related_close": ("close", "相近"),
+    "related_loose": ("loosely related", "关联较弱"),
     "score": ("score {score}", "得分 {score}"),
     "match": ("match {score} (retrieval, not an answer)", "匹配度 {score}（检索得分，不代表回答）"),
     "match_title": ("how well this paper matches the words of the question, relative to the best match; it does not "

@@ -1,7 +1,7 @@
 """The page's map of the collection: every paper a point (its place from `rag.explore.topicmap`'s t-SNE layout),
 coloured by topic, with the topics' names as a legend. Hover shows the title; a click shows the paper's card (and its
-related papers) under the map; the papers of the latest answer are ringed and the view zooms to them; the
-decision and author filters grey out the papers they leave out.
+related papers) under the map; the papers of the latest answer are ringed and the view zooms to them ("Show all" or
+a double-click shows the whole map again); the decision and author filters grey out the papers they leave out.
 
 Drawn by our own few lines of JavaScript into an SVG inside a `gr.HTML` (Gradio 6's `js_on_load` with
 `server_functions`): no plotting library and nothing fetched from outside the server. The points come from the
@@ -28,6 +28,7 @@ from rag.text import readable, strip_bidi
 from rag.web.render import paper_card
 
 TEMPLATE = ('<div class="map-status">Loading the map…</div><div class="map-hover">&#160;</div>'
+            '<button type="button" class="map-reset" hidden>Show all</button>'
             '<svg class="map-plot" viewBox="-20 -20 1040 1040" preserveAspectRatio="xMidYMid meet" role="img" '
             'aria-label="map of the collection"></svg><div class="map-legend"></div><div class="map-card"></div>')
 
@@ -41,6 +42,9 @@ MAP_CSS = """
 .map-hover {font-size: 0.9em; height: 1.4em; font-style: italic; white-space: nowrap; overflow: hidden;
             text-overflow: ellipsis;}
 .map-status {font-size: 0.9em; opacity: 0.8;}
+.map-reset {font-size: 0.85em; padding: 2px 10px; margin: 2px 0; border: 1px solid var(--border-color-primary);
+            border-radius: 6px; background: var(--background-fill-secondary); cursor: pointer;}
+.map-reset[hidden] {display: none;}
 .map-legend {display: flex; flex-wrap: wrap; gap: 4px 12px; font-size: 0.8em; margin: 6px 0;}
 .map-legend span.sw {display: inline-block; width: 10px; height: 10px; border-radius: 5px; margin-right: 4px;}
 .map-card:empty {display: none;}
@@ -54,6 +58,10 @@ const status = element.querySelector('.map-status');
 const hover = element.querySelector('.map-hover');
 const legend = element.querySelector('.map-legend');
 const card = element.querySelector('.map-card');
+const reset = element.querySelector('.map-reset');
+// The whole map on demand ("Show all", or a double-click on the map) after an answer zoomed it, until the next
+// answer or filter change zooms it again: before, only "New conversation" gave the whole map back.
+let overview = false;
 const FULL = '-20 -20 1040 1040';
 const PALETTE = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#6b4c9a', '#bcbd22',
   '#17becf', '#aec7e8', '#ffbb78', '#98df8a', '#ff9896', '#c5b0d5', '#c49c94', '#f7b6d2', '#dbdb8d', '#9edae5',
@@ -69,7 +77,8 @@ function apply() {
     c.classList.toggle('dim', keep !== null && !keep.has(pid));
   }
   const ringed = [...ring].map((pid) => byId.get(pid)).filter(Boolean);
-  if (!ringed.length) { zoom(FULL, 1); return; }
+  reset.hidden = !ringed.length || overview;
+  if (!ringed.length || overview) { zoom(FULL, 1); return; }
   let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
   for (const c of ringed) {
     const x = +c.getAttribute('cx'), y = +c.getAttribute('cy');
@@ -122,7 +131,8 @@ function draw(data) {
     legend.appendChild(item);
   });
   status.textContent = `${data.counted} in ${data.topics.length} topics. Hover over a point for its ` +
-    'title, click it for its card. The latest answer\'s papers are ringed; the filters grey out the rest.';
+    'title, click it for its card. The latest answer\'s papers are ringed and zoomed to (Show all or a ' +
+    'double-click shows the whole map); the filters grey out the rest.';
   apply();
 }
 svg.addEventListener('mouseover', (ev) => {
@@ -135,7 +145,10 @@ svg.addEventListener('click', (ev) => {
   card.textContent = 'Loading…';
   server.map_card(c.dataset.paper).then((h) => { card.innerHTML = h; });  // rag.web.render.paper_card: escaped
 });
-watch('value', apply);
+function showAll(ev) { if (ev) ev.preventDefault(); overview = true; apply(); }
+reset.addEventListener('click', showAll);
+svg.addEventListener('dblclick', showAll);
+watch('value', () => { overview = false; apply(); });
 server.map_points().then(draw).catch(() => { status.textContent = 'The map could not be loaded.'; });
 """
 

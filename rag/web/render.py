@@ -55,8 +55,18 @@ sup.unsupported {font-size: 0.7em; opacity: 0.65; font-style: italic;}
 .outcome-unsure {color: #92400e; background: #fef3c7;}
 .outcome-not_covered {color: #991b1b; background: #fee2e2;}
 .src-score {font-style: italic;}
-/* A phone (390 px wide): the question box first, above the 560 px chat, so it is on the first screen. */
-@media (max-width: 640px) {#ask-row {order: -1;}}
+/* A phone (390 px wide): one column, the question box first, above the 560 px chat, so it is on the first screen;
+   then the chat and the sources of its answers, and only then the examples, the buttons, the filters (the sources
+   were below all of them, 1,500 px down a 4,700 px page). The two columns give their parts to the row. */
+@media (max-width: 640px) {
+  #main-row {flex-direction: column !important; flex-wrap: nowrap !important;}
+  #chat-col, #side-col {display: contents;}
+  #main-row > * {width: 100%; min-width: 0 !important;}
+  #ask-row {order: -4;} #chat {order: -3;} #chips {order: -2;} #sources {order: -1;}
+}
+/* The chat's label ("Conversation", 对话) has a row of its own: floating over the chat, it covered the outcome badge
+   of an answer scrolled to the top. */
+#chat [data-testid="block-label"] {position: static;}
 /* Toasts ("feedback saved") at the bottom left, away from the source cards on the right. */
 .toast-wrap {top: auto !important; bottom: var(--size-4) !important; left: var(--size-3) !important;
              right: auto !important; align-items: flex-start !important;}
@@ -148,9 +158,11 @@ def related_list(related: list[dict] | None, lang: str = "en") -> str:
 
 def paper_card(p: dict, related: list[dict] | None = None, lang: str = "en") -> str:
     """A paper's card outside an answer (a related paper, a point of the map): title, decision, authors, link,
-    similarity, first sentence, the abstract on expand, and its own related papers when given."""
+    similarity and whether it is close or loosely related (`rag.explore.related`), first sentence, the abstract on
+    expand, and its own related papers when given."""
     link = _openreview(p.get("url") or "")
     score = (" · " + words("similarity", lang, score=f'{p["score"]:.2f}')
+             + " · " + words("related_loose" if p.get("loose") else "related_close", lang)
              if isinstance(p.get("score"), (int, float)) else "")
     if p.get("has_abstract", True) and p.get("abstract"):
         body = _preview(p["abstract"]) + _abstract(p["abstract"], lang)
@@ -340,7 +352,9 @@ def decision_name(decision: str, lang: str = "en") -> str:
 
 def search_line(answer: dict, lang: str = "en") -> str:
     """What was searched, when it is not the question as typed: the filters the question's words set, the
-    previous answer's papers a follow-up was answered from, the words searched. Escaped; its own words in `lang`."""
+    previous answer's papers a follow-up was answered from, the words searched. A Chinese question's words are
+    shown as the user wrote them; the English terms they were searched by (a glossary's, which can miss: 一步步
+    once read "one-step") only in a closed <details>. Escaped; its own words in `lang`."""
     bits = []
     filters = answer.get("filters") or {}
     if "decisions" in filters.get("from_question", []):
@@ -352,9 +366,16 @@ def search_line(answer: dict, lang: str = "en") -> str:
     if answer.get("focus"):
         n = len(answer["focus"])
         bits.append(words("focus_one", lang) if n == 1 else words("focus_many", lang, n=n))
-    if answer.get("retrieval_query"):
+    terms = ""
+    if answer.get("searched_words"):  # a Chinese question: its own words; the glossary's English behind a click
+        if answer["searched_words"] != answer.get("question"):
+            bits.append(f"“{inert(answer['searched_words'])}”")
+        if answer.get("retrieval_query"):
+            terms = (f'<details class="search-terms"><summary>{words("english_terms", lang)}</summary>'
+                     f"“{inert(answer['retrieval_query'])}”</details>")
+    elif answer.get("retrieval_query"):
         bits.append(f"“{inert(answer['retrieval_query'])}”")
-    return words("searched", lang) + words("semicolon", lang).join(bits) if bits else ""
+    return (words("searched", lang) + words("semicolon", lang).join(bits) if bits else "") + terms
 
 
 # After each sentence of an LLM answer that the support check (`rag.generation.support`) could not match to its sources:

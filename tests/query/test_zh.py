@@ -96,3 +96,31 @@ def test_a_search_for_work_is_not_a_yes_no_question_about_a_work():
         assert not form.yes_no and not form.extension and form.tail == "", search
     assert not zh.form("训练数据中哪怕只有很少一部分合成数据，也会导致模型崩溃吗？").extension  # even if ... still
     assert zh.form("Has the method also been applied to autonomous driving?") == zh.Form()  # English: read in English
+
+
+def test_the_glossary_reads_step_by_step_and_x_ray():
+    """A newcomer's 一步步 (step by step) was searched as "one-step" (the glossary's 一步, a diffusion term) and X光片
+    (an X-ray film) as "X" (光片 dropped)."""
+    assert zh.translate("有没有一步步推理的论文？").terms[0] == "step by step"
+    assert "one-step" not in zh.translate("有没有一步步推理的论文？").terms
+    assert "X-ray" in zh.translate("有没有用X光片诊断肺炎的工作？").terms
+
+
+def test_the_search_line_shows_the_question_s_own_words_and_the_english_terms_on_demand(seed_engine):
+    """The page showed a Chinese question's search as the glossary's English terms ("Searched: “one-step …”"), so a
+    miss of the glossary read as what the user asked. It shows the question's words; the English terms are in a
+    closed <details>, and `rag ask` prints no English line for a question searched as typed."""
+    from rag.cli import render_sources
+    from rag.web.render import search_line
+
+    answer = seed_engine.ask("有没有用稀疏自编码器分解激活的论文？")
+    assert answer.searched_words and zh.has_chinese(answer.searched_words)
+    assert answer.retrieval_query.startswith("sparse autoencoder")
+    line = search_line(answer.to_dict(), "zh")
+    visible, _, hidden = line.partition('<details class="search-terms">')
+    assert "sparse autoencoder" not in visible and "sparse autoencoder" in hidden
+    assert hidden.startswith("<summary>英文检索词</summary>")
+    assert "sparse autoencoder" not in render_sources(answer)
+    # an English question still shows what was searched when it is not the question (a follow-up's words)
+    assert search_line({"question": "And them?", "retrieval_query": "sparse autoencoders"}) == \
+        "Searched: “sparse autoencoders”"

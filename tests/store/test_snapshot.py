@@ -9,13 +9,14 @@ import sys
 from dataclasses import replace
 
 import pytest
-from helpers import DATA, ROOT, SEEDS
+from helpers import COVERED, DATA, ROOT, SEEDS
 
 from rag.config import Settings
 from rag.engine import Engine
 from rag.store import lock, snapshot
 from rag.store.index import PaperIndex
 
+SAE_TITLE = "Efficient Dictionary Learning with Switch Sparse Autoencoders"
 QUESTIONS = [json.loads(line)["question"] for line in (ROOT / "eval" / "questions" / "seeds_dev.jsonl").open()][:40]
 
 
@@ -130,17 +131,35 @@ def test_a_broken_mark_or_another_embedder_means_the_chroma_path(tmp_path):
         assert engine.index.opened, broken
 
 
-def test_a_serving_process_still_refuses_a_question_at_rest(tmp_path):
+def test_a_question_beside_a_serving_process_reads_only_the_snapshot_it_shares(tmp_path):
+    """A newcomer started `make run` and then `rag ask`, as README's first section has it, and was refused: a
+    running `rag serve` owns the store (issue 54 item 1). A reader beside it now answers from the snapshot the server
+    shares (never opening the store), says when the server changed the store since; a writer is still refused."""
     settings = Settings(data_dir=tmp_path / "index")
-    Engine(settings).ingest([SEEDS])
-    assert snapshot.read_mark(settings) is not None
-    held = lock.hold(settings)
+    serving = Engine(settings, serving=True)
+    serving.ingest([SEEDS])
+    held = lock.hold(settings)  # what `rag serve` holds
     try:
-        run = subprocess.run([sys.executable, "-m", "rag", "ask", "--data-dir", str(settings.data_dir),
-                              "protein structure generation"], cwd=ROOT, capture_output=True, text=True)
-        assert run.returncode == 1 and "a running `rag serve`" in run.stderr, run.stderr
-        with pytest.raises(lock.StoreBusyError):
+        with pytest.raises(lock.StoreBusyError, match="has not shared a snapshot of the index for other processes"):
             Engine(settings).ask("protein structure generation")
+        assert serving.share_snapshot()
+        reader = Engine(settings)
+        answer = reader.ask(COVERED)
+        assert answer.citations[0].title == SAE_TITLE and answer.notices == []
+        assert not reader.index.opened and reader.beside
+        # `rag related` from the snapshot's copy of the paper vectors: the store's, exactly
+        assert reader.related(SAE_TITLE, 8) == serving.related(SAE_TITLE, 8)
+        assert reader.stats()["papers"] == 38 and reader.topics().topics
+        with pytest.raises(lock.StoreBusyError, match="cannot add papers to it there"):
+            reader.ingest([DATA / "papers_small.jsonl"])
+        # The server adds papers: a reader reads the last snapshot it shared, and says so, until it shares again.
+        serving.ingest([DATA / "papers_small.jsonl"])
+        stale = Engine(settings).ask(COVERED)
+        assert stale.notices == ["A running `rag serve` is changing this index: searched the 38 papers of the last "
+                                 "snapshot it shared."]
+        assert serving.share_snapshot()
+        fresh = Engine(settings)
+        assert fresh.ask(COVERED).notices == [] and fresh.stats()["papers"] == 46
     finally:
         held.close()
 

@@ -127,6 +127,32 @@ def test_an_answer_rings_its_papers_and_zooms_and_the_filters_grey_out_the_rest(
     assert page.evaluate("window.__pwned") is None
 
 
+def test_after_an_answer_zooms_the_map_show_all_and_a_double_click_give_the_whole_map_back(page):
+    """A newcomer could not zoom back out after an answer zoomed the map (double-click and the wheel did nothing;
+    only "New conversation" reset it)."""
+    if not page.locator("#map circle.hl").count():
+        page.fill("#question textarea", SAE)
+        page.click("#ask")
+        page.wait_for_function("document.querySelectorAll('#map circle.hl').length > 0", timeout=60_000)
+    full = "-20 -20 1040 1040"
+    assert page.get_attribute("#map svg.map-plot", "viewBox") != full
+    reset = page.locator("#map .map-reset")
+    assert reset.is_visible()
+    reset.click()
+    assert page.get_attribute("#map svg.map-plot", "viewBox") == full
+    assert page.locator("#map circle.hl").count() > 0 and not reset.is_visible()  # still ringed, whole map
+    page.set_viewport_size({"width": 1300, "height": 1000})  # a resize keeps the whole map
+    page.wait_for_timeout(200)
+    assert page.get_attribute("#map svg.map-plot", "viewBox") == full
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.fill("#question textarea", "Which papers use diffusion models for virtual try-on?")
+    page.click("#ask")  # the next answer zooms again ...
+    page.wait_for_function(f"document.querySelector('#map svg.map-plot').getAttribute('viewBox') !== '{full}'",
+                           timeout=60_000)
+    page.locator("#map svg.map-plot").dblclick(position={"x": 5, "y": 5})  # ... and a double-click zooms out
+    assert page.get_attribute("#map svg.map-plot", "viewBox") == full
+
+
 def call_api(base: str, name: str, payload: list) -> dict:
     """A named API endpoint over plain HTTP (Gradio's two-step call + SSE): its result, or {"error": message}."""
     import urllib.request
@@ -186,3 +212,69 @@ def test_on_a_phone_the_question_box_is_on_the_first_screen_and_map_points_can_b
         assert screen.locator("#map .map-card .src-title").first.inner_text() == SAE_TITLE
     finally:
         phone.close()
+
+
+# Scroll the chat back until an answer's outcome badge is at its top edge (the last answer that can get there), and
+# say whether the chat's label covers it. The label takes no pointer events, so `elementFromPoint` sees through it:
+# the rectangles are compared as well.
+BADGE_AT_TOP = """() => {
+  const chat = document.querySelector('#chat');
+  window.scrollTo(0, chat.getBoundingClientRect().top + scrollY - 10);
+  const badges = [...chat.querySelectorAll('.outcome')].reverse();
+  let scroller = badges[0].parentElement;
+  while (scroller && !(scroller.scrollHeight > scroller.clientHeight + 5
+                       && getComputedStyle(scroller).overflowY !== 'visible')) scroller = scroller.parentElement;
+  if (!scroller) return {reached: false};
+  const top = () => scroller.getBoundingClientRect().top;
+  const badge = badges.find((b) => {
+    scroller.scrollTop += b.getBoundingClientRect().top - top() - 2;
+    return Math.abs(b.getBoundingClientRect().top - top() - 2) < 2;
+  });
+  if (!badge) return {reached: false};
+  const r = badge.getBoundingClientRect();
+  const l = chat.querySelector('[data-testid="block-label"]').getBoundingClientRect();
+  const overlap = Math.max(0, Math.min(r.right, l.right) - Math.max(r.left, l.left))
+                * Math.max(0, Math.min(r.bottom, l.bottom) - Math.max(r.top, l.top));
+  return {reached: true, overlap, label: l.height > 0 && l.width > 0,
+          hit: document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2) === badge};
+}"""
+PAGE_TOP = "(s) => document.querySelector(s).getBoundingClientRect().top + window.scrollY"
+
+
+@pytest.mark.parametrize("locale, width, height", [("en-US", 390, 844), ("zh-CN", 1400, 1000)])
+def test_the_outcome_badge_is_never_under_the_chat_label_and_a_phone_shows_the_sources_first(page, app, locale,
+                                                                                             width, height):
+    """The outcome badge of an answer scrolled to the top of the chat was hidden under the "Conversation" / "对话"
+    label floating over it (on a phone, and on the Chinese desktop page), and on a phone the source cards came
+    after five examples, four buttons and the filters (issue 54 item 4)."""
+    phone = width < 640
+    context = page.context.browser.new_context(viewport={"width": width, "height": height}, locale=locale,
+                                               is_mobile=phone, has_touch=phone)
+    try:
+        screen = context.new_page()
+        screen.goto(app[0] + "/")
+        screen.wait_for_selector("#question textarea")
+        questions = [SAE, "Which papers use diffusion models for virtual try-on?",
+                     "有没有用稀疏自编码器分解激活的论文？" if locale == "zh-CN" else "Who wrote the Switch SAE paper?"]
+        for n, question in enumerate(questions, start=1):
+            screen.fill("#question textarea", question)
+            screen.click("#ask")
+            screen.wait_for_function(f"document.querySelectorAll('#chat .outcome').length >= {n} && "
+                                     "!document.querySelector('#ask[disabled]')", timeout=120_000)
+            screen.wait_for_timeout(500)
+        seen = screen.evaluate(BADGE_AT_TOP)
+        assert seen["reached"] and seen["label"], seen
+        assert seen["overlap"] == 0 and seen["hit"], seen
+        if phone:
+            sources = screen.evaluate(PAGE_TOP, "#sources")
+            assert screen.evaluate(PAGE_TOP, "#chat") < sources, "the chat comes first"
+            for below in ("#examples", "#decision", "#clear"):
+                assert sources < screen.evaluate(PAGE_TOP, below), below
+        if locale == "zh-CN":  # the Chinese question's English search terms are there on demand only
+            terms = screen.locator("#chat details.search-terms").last
+            assert terms.locator("summary").inner_text() == "英文检索词"
+            assert not terms.evaluate("d => d.open") and "sparse autoencoder" not in terms.inner_text()
+            terms.locator("summary").click()
+            assert "sparse autoencoder" in terms.inner_text()
+    finally:
+        context.close()
