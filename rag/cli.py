@@ -26,17 +26,37 @@ from rag.text import json_safe, readable, terminal_safe
 EXIT_OK, EXIT_PARTIAL, EXIT_NOTHING = 0, 1, 2
 
 
+class JsonText(str):
+    """A line of JSON `json_line` made: its strings were redacted before it was written, so `echo` leaves it whole
+    (redacting the text after would eat the quotes and commas after a URL's query and break the JSON)."""
+
+
 def echo(message: Any = None, **kwargs: Any) -> None:
     """`click.echo` for every line the CLI prints. Titles, abstracts, answers and servers' words are data: their
     control and format characters are dropped (`rag.text.terminal_safe`: no escape sequence reaches the terminal)
     and a URL's credentials redacted (`rag.errors.redact_url`)."""
+    if isinstance(message, JsonText):
+        click.echo(str(message), **kwargs)
+        return
     click.echo(None if message is None else redact_url(terminal_safe(str(message))), **kwargs)
 
 
-def json_line(value: Any, **kwargs: Any) -> str:
-    """`value` as one line of JSON whose invisible characters are all escaped (`rag.text.json_safe`)."""
+def _redacted(value: Any) -> Any:
+    """`value` with `redact_url` applied to every string in it, keys included."""
+    if isinstance(value, str):
+        return redact_url(value)
+    if isinstance(value, dict):
+        return {_redacted(k): _redacted(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redacted(v) for v in value]
+    return value
+
+
+def json_line(value: Any, **kwargs: Any) -> JsonText:
+    """`value` as one line of valid JSON: a URL's credentials redacted in each of its strings, every invisible
+    character escaped (`rag.text.json_safe`)."""
     kwargs.setdefault("ensure_ascii", False)
-    return json_safe(json.dumps(value, **kwargs))
+    return JsonText(json_safe(json.dumps(_redacted(value), **kwargs)))
 
 
 def setting_help(name: str, help: str) -> str:

@@ -388,3 +388,22 @@ def test_a_cold_ask_reads_the_cached_corpus_and_imports_nothing_a_question_does_
     # The store is at rest (the ingest left its mark): the question read it from the data dir (rag.store.snapshot).
     assert "chromadb" not in ast.literal_eval(imported)
     assert "chromadb" not in timed and NOT_FOR_A_QUESTION.isdisjoint(timed)  # -X importtime agrees
+
+
+def test_ask_json_stays_valid_json_when_a_paper_holds_a_url_with_a_secret_like_query(tmp_path):
+    """`rag ask --json` redacted URL secrets over the JSON text, and the pattern ate the closing quote and comma
+    after `?key=demo` in a paper's title: anyone who could add such a paper broke every JSON consumer (security
+    re-check of issue 49). Each string is redacted before the JSON is written; `--batch` lines parse too."""
+    records = [json.loads(line) for line in (DATA / "papers_small.jsonl").read_text().splitlines()][:3]
+    hostile = {**records[0], "title": records[0]["title"] + " https://okapi.example/d?key=demo"}
+    path = tmp_path / "papers.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [hostile, *records[1:]]) + "\n")
+    data = tmp_path / "index"
+    rag("ingest", path, "--data-dir", data, check=True)
+    answer = json.loads(rag("ask", "--json", records[0]["title"], "--data-dir", data, check=True).stdout)
+    titles = [s["title"] for s in answer["sources"]]
+    assert any(t.endswith("https://okapi.example/d?key=***") for t in titles), titles
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(json.dumps({"question": records[0]["title"]}) + "\n" + json.dumps({"question": "x" * 3}) + "\n")
+    lines = rag("ask", "--json", "--batch", batch, "--data-dir", data, check=True).stdout.splitlines()
+    assert len(lines) == 2 and all(isinstance(json.loads(line), dict) for line in lines)
