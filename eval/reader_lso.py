@@ -1,4 +1,4 @@
-"""Leave whole sets out: does the reader (rag/answering/reader.py) make the three-outcome gate better on question
+"""Leave whole sets out: does the reader (eval/reader_features.py) make the three-outcome gate better on question
 sets it was neither fitted nor tuned on? (issue 51)
 
     python eval/gate_cv.py record --out dev.pkl                     # each dev question's Retrieval, asked once
@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "eval"))
 
-from rag.answering import abstain, reader  # noqa: E402
+from rag.answering import abstain  # noqa: E402
+import reader_features as reader  # noqa: E402
 from gate_cv import SHIPPED_DEV_WEIGHT, fit, generated, named_features, predict, refused  # noqa: E402
 from tune_outcomes import COSTS, GRID, QUESTIONS  # noqa: E402
 
@@ -189,6 +190,9 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=None, help="candidate names (prefixes)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--md", type=Path, default=None)
+    parser.add_argument("--write", default=None, metavar="CANDIDATE",
+                        help="fit this candidate on everything and write rag/answering/abstain_gate.json (its "
+                             "features must be abstain.FEATURES)")
     args = parser.parse_args()
     rows = pickle.loads(args.dev.read_bytes())
     sets = list(dict.fromkeys(r["set"] for r in rows))
@@ -223,6 +227,8 @@ def main() -> int:
         ("refit +reader", [*base, *reader.FEATURES], None),
         ("refit +reader +named copies", [*base, *reader.FEATURES, *named_reader], None),
         ("refit +reader -form", [*no_form, *reader.FEATURES], None),
+        # without reader_second, the reader reads the top paper only (70 ms of CPU against 96, eval/README.md)
+        ("refit +reader top paper only", [*base, *(n for n in reader.FEATURES if n != "reader_second")], None),
         ("refit -form", no_form, None),
         ("BM25 top alone", ["bm25_top"], None),
         ("cosine top alone", ["dense_top"], None),
@@ -232,6 +238,11 @@ def main() -> int:
                                        "p90": round(float(np.percentile(cpu, 90)) * 1000, 1),
                                        "note": "process CPU time per retrieval with the run's sentence cache"},
                      "candidates": {}}
+    if args.write:
+        names = dict((n, f) for n, f, _ in candidates)[args.write]
+        assert names == abstain.FEATURES, "--write: the candidate's features must be abstain.FEATURES"
+        write_gate(names, rows, dx, gen_x, gy, dec)
+        return 0
     for name, names, gate in candidates:
         if args.only and not any(name.startswith(o) for o in args.only):
             continue
@@ -252,13 +263,75 @@ def main() -> int:
     return 0
 
 
+def write_gate(names: list[str], rows: list[dict], dx: dict, gen_x: dict, gy: np.ndarray, dec: Decisions) -> None:
+    """`make model` on the recorded retrievals: train_abstain's fit (generated + every dev row weighted
+    SHIPPED_DEV_WEIGHT; the two-outcome threshold from 20% of the generated held back) and tune_outcomes' cut points
+    on gate_cv oof's probabilities (5 folds by paper, mean of 3 fold assignments)."""
+    import train_abstain
+    from gate_cv import folds_of
+
+    x, gx = matrix(dx["all"], names), matrix(gen_x["all"], names)
+    dy = np.array([0.0 if r["answerable"] else 1.0 for r in rows])
+    has = dec.has
+    dw = np.full(int(has.sum()), SHIPPED_DEV_WEIGHT)
+    order = np.random.default_rng(train_abstain.SEED).permutation(len(gy))
+    cut = int(0.8 * len(gy))
+    train, val = order[:cut], order[cut:]
+    model = fit(np.vstack([gx[train], x[has]]), np.concatenate([gy[train], dy[has]]),
+                np.concatenate([np.ones(len(train)), dw]))
+    p_val = predict(model, gx[val])
+    answerable = np.sort(p_val[gy[val] == 0])
+    threshold = float(answerable[int(np.ceil((1 - train_abstain.MAX_TRAIN_FALSE_REFUSAL) * len(answerable))) - 1])
+    threshold += 1e-6
+    val_auc = train_abstain.auc(p_val, gy[val])
+    mean, scale, w, b = fit(np.vstack([gx, x[has]]), np.concatenate([gy, dy[has]]),
+                            np.concatenate([np.ones(len(gy)), dw]))
+    oof = []
+    for seed in range(3):
+        folds, p = folds_of(rows, 5, seed), np.zeros(len(rows))
+        for f in range(5):
+            tr, te = (folds != f) & has, folds == f
+            p[te] = predict(fit(np.vstack([gx, x[tr]]), np.concatenate([gy, dy[tr]]),
+                                np.concatenate([np.ones(len(gy)), np.full(int(tr.sum()), SHIPPED_DEV_WEIGHT)])),
+                            x[te])
+        oof.append(p)
+    p_oof = np.mean(oof, axis=0)
+    everything = np.arange(len(rows))
+    u, n, low = dec.choose(p_oof, everything)
+    got = dec.outcomes(p_oof, u, n, low, everything)
+    figure = {name: {o: round(float((got[dec.answerable == a] == CODE[o]).mean()), 3) for o in OUTCOMES}
+              for a, name in ((True, "answerable"), (False, "unanswerable"))}
+    sets = ", ".join(dict.fromkeys(r["set"] for r in rows))
+    gate = {"about": "The learned abstention gate (rag/answering/abstain.py): a logistic regression over "
+                     "standardized retrieval features. Written by eval/train_abstain.py (make model); do not edit "
+                     "by hand.",
+            "features": list(names), "mean": [round(float(v), 6) for v in mean],
+            "scale": [round(float(v), 6) for v in scale], "weights": [round(float(v), 6) for v in w],
+            "bias": round(float(b), 6), "threshold": round(threshold, 4),
+            "training": f"{len(gy)} generated questions (seed {train_abstain.SEED}) + {int(has.sum())} dev questions "
+                        f"({sets}) each weighted {SHIPPED_DEV_WEIGHT:g}, eval/reader_lso.py --write (train_abstain's "
+                        f"fit on the recorded retrievals); validation AUC {val_auc:.3f} (20% of the generated held "
+                        "back)",
+            "outcomes": {"unsure_at": u, "not_covered_at": n, "low_confidence": low,
+                         "chosen_on": f"{len(rows)} dev questions: {sets} (tune_outcomes' choice; no held-out set); "
+                                      "probabilities out of fold (5 folds by paper, mean of 3 fold assignments)",
+                         "costs": "answerable: unsure 1, not covered 3; unanswerable: answered 3, unsure 0.5",
+                         "figure": figure}}
+    text = json.dumps(gate, indent=1) + "\n"
+    abstain.load_gate(text)
+    (ROOT / "rag" / "answering" / abstain.GATE_FILE).write_text(text, encoding="utf-8")
+    print(f"wrote rag/answering/{abstain.GATE_FILE}: AUC {val_auc:.3f}, threshold {threshold:.3f}, cuts {u} / {n} "
+          f"({low}); out of fold {figure}")
+
+
 def markdown(results: dict, sets: list[str]) -> str:
     def cell(v: float | None) -> str:
         return "–" if v is None else f"{v:.3f}"
     lines = ["# Leave-one-set-out: the gate with and without the reader (eval/reader_lso.py)", "",
              f"Reader cost: {results['reader_cpu_ms']}", "",
              "Pooled over the dev sets, each predicted by a gate fitted and cut without it:", "",
-             "| candidate | cost | unans. answered | absent answered | near answered | ans. unsure | ans. not covered |",
+             "| candidate | cost | unans. answered | absent answered | near answered | ans. unsure | "
+             "ans. not covered |",
              "|---|---|---|---|---|---|---|"]
     for name, per in results["candidates"].items():
         a = per["pooled"]

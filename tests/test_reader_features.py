@@ -1,8 +1,9 @@
-"""The reader (rag.answering.reader): the question's words read against the best sentences of the top papers."""
+"""The reader measured for the gate (eval/reader_features.py, eval/reader_lso.py): the question's words read
+against the best sentences of the top papers."""
 
 from __future__ import annotations
 
-from rag.answering import reader
+from eval import reader_features as reader
 from rag.search.retrieve import RetrievalParams
 
 

@@ -1,6 +1,7 @@
-"""A reader: does a sentence of the retrieved papers state what the question asks? Features for the abstention gate
-(rag/answering/abstain.py) that read the question against the best sentences of the top papers word by word,
-instead of scoring the whole abstract.
+"""A reader: does a sentence of the retrieved papers state what the question asks? Candidate features for the
+abstention gate (rag/answering/abstain.py) that read the question against the best sentences of the top papers word
+by word, instead of scoring the whole abstract. Measured by eval/reader_lso.py and not shipped (eval/DECISIONS.md,
+"A reader of question against sentence"): the app does not import this module.
 
 The question and a few sentences of the top papers (the title and the sentences the retrieval scored best, which
 it already holds) go through the shipped MiniLM (rag/store/embeddings.py) once, in one batch; each word gets the
