@@ -1,0 +1,26 @@
+"""The reader measured for the gate (eval/reader_features.py, eval/reader_lso.py): the question's words read
+against the best sentences of the top papers."""
+
+from __future__ import annotations
+
+from eval import reader_features as reader
+from rag.search.retrieve import RetrievalParams
+
+
+def test_a_word_reads_closest_to_its_own_inflection_in_context():
+    (q_words, q), (s_words, s) = reader.word_states(
+        ["How do they quantize the weights?", "Weights are quantized to four bits while the weather stays fine."])
+    best = s_words[int((q[q_words.index("quantize")] @ s.T).argmax())]
+    assert best == "quantized"
+    assert q.shape == (len(q_words), 384) and abs(float(q[0] @ q[0]) - 1.0) < 1e-5
+
+
+def test_a_question_its_paper_answers_reads_higher_than_a_detail_the_paper_never_states(embedded_seed_engine):
+    retriever = embedded_seed_engine.retriever
+    answered = retriever.retrieve("What is AERCA for root cause analysis?", RetrievalParams(k=5))
+    detail = retriever.retrieve("Which robot arm did AERCA use for root cause analysis?", RetrievalParams(k=5))
+    assert answered.hits[0].paper.paper_id == detail.hits[0].paper.paper_id  # the same paper, asked two things
+    a = dict(zip(reader.FEATURES, reader.features(answered)))
+    d = dict(zip(reader.FEATURES, reader.features(detail)))
+    assert d["reader_rare_min"] < a["reader_rare_min"] - 0.1
+    assert d["reader_cover"] < a["reader_cover"] and d["reader_missing"] < a["reader_missing"]
