@@ -32,7 +32,7 @@ import time
 from typing import Callable, Iterator
 
 from rag.config import DEFAULT_POLICY, Settings
-from rag.query.intent import Intent
+from rag.query.intent import Intent, without_glue
 from rag.search.retrieve import Retrieval
 from rag.generation import prompts
 from rag.generation.citations import (Cleaned, EchoedTags, StreamFilter, cited_sentences, clean, finished_part,
@@ -54,11 +54,12 @@ from rag.text import tokenize
 
 def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatClient | None,
             templates: dict[str, str], checker: Checker, started: float, intent: Intent | None = None,
-            already_said: str = "", standalone: str = "") -> Iterator[Delta | Restart]:
+            already_said: str = "", standalone: str = "", limit: int | None = None) -> Iterator[Delta | Restart]:
     """Fill `answer` (created with its question, sources, type and filters) and yield its text as it is
     written. `already_said`: the previous answer, whose sentences a follow-up about its papers does not repeat.
     `standalone`: a follow-up rewritten to stand alone ("How do they evaluate them?" -> "How are sparse
-    autoencoders evaluated?"), which the LLM is asked instead of the bare follow-up it could not resolve."""
+    autoencoders evaluated?"), which the LLM is asked instead of the bare follow-up it could not resolve. `limit`: how
+    many of a list's papers to show (None: `AnswerPolicy.list_shown`, 0: all)."""
     intent = intent or Intent()
     focused = bool(answer.focus)  # a follow-up answered from the previous answer's papers
     whole_list = not intent.has_topic and bool(answer.filters.decisions or answer.filters.author)
@@ -74,6 +75,8 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     reader = (lambda: _llm_answer(answer, reader_sources(retrieval, answer.sources, settings), llm, templates, checker,
                                   started, standalone, settings.policy.refusal_extra_words)) \
         if llm is not None and not answer.fallback_reason else None
+    if answer.listed:  # a topic's list is the papers decided to belong, every one shown; a reader would pick a few
+        reader = None
     # A follow-up is unsure only when it asks beyond its papers (`_coverage`): the same doubt as `reader_doubt`'s
     doubt = ((BEYOND_DOUBT if focused else reader_doubt(retrieval, settings)) if outcome == "unsure"
              and reader is not None else "")
@@ -106,7 +109,7 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
             if answer.mode == "llm" and answer.outcome == "answered":
                 yield from _quoted(answer, settings.llm_quote, quote, lang)
         if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
-            yield from _extractive_answer(answer, retrieval, settings, intent, whole_list, focused, sides, lang)
+            yield from _extractive_answer(answer, retrieval, settings, intent, whole_list, focused, sides, lang, limit)
 
 
 def _coverage(answer: Answer, retrieval: Retrieval, settings: Settings, focused: bool, chosen: bool,
@@ -230,14 +233,16 @@ def _also_close(answer: Answer, lang: str = "en") -> Iterator[Delta]:
 
 
 def _extractive_answer(answer: Answer, retrieval: Retrieval, settings: Settings, intent: Intent, whole_list: bool,
-                       focused: bool, sides: list[int], lang: str = "en") -> Iterator[Delta]:
+                       focused: bool, sides: list[int], lang: str = "en", limit: int | None = None
+                       ) -> Iterator[Delta]:
     """The extractive answer for the question's type, marked unsure after an LLM's "no answer"."""
     if answer.fallback_reason:
         answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
                               "showing sentences quoted from the abstracts instead.")
     text, cited = extractive(retrieval, settings, answer.sources, answer.answer_type, intent.asked_decision,
                              whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
-                             follow_up=focused, asks=intent.asks, lang=lang)
+                             follow_up=focused, asks=intent.asks, lang=lang, topic=list_topic(intent, lang),
+                             shown=limit, kinds=tuple(answer.filters.decisions) if answer.listed else ())
     by_n = {s.n: s for s in answer.sources}
     if answer.llm_no_answer and cited:
         answer.conclude("unsure")
@@ -383,3 +388,11 @@ def _record_usage(answer: Answer, completion: Completion, started: float) -> Non
         answer.usage["completion_chunks"] = completion.chunks  # ≈ tokens on llama.cpp (one a delta)
     if completion.first_token_at is not None:
         answer.timings["ttft_ms"] = round((completion.first_token_at - started) * 1000, 1)
+
+
+def list_topic(intent: Intent, lang: str) -> str:
+    """The topic a list's first line names: the question's words without its list words (`Intent.query`); for a
+    Chinese question, its words without the question glue."""
+    if lang == "zh":
+        return without_glue(intent.query).replace("篇", "").strip()
+    return intent.query

@@ -67,7 +67,7 @@ from rag.store.index import PaperIndex, Sentences, StoredPaper
 from rag.store.mpnet_vectors import PaperVectors
 from rag.store.snapshot import Dense
 from rag.text import is_boilerplate, plain, split_sentences, tokenize, visible
-from rag.search.topical import coverage, names_all, topic_groups
+from rag.search.topical import coverage, key_term, names_all, topic_groups
 
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 BOILERPLATE_PENALTY = 0.3  # "Code is available at https://..." (`rag.text.is_boilerplate`) answers no question
@@ -91,6 +91,7 @@ class Hit:
     snippet_score: float = 0.0  # the snippet's score (cosine + term bonus): the relevance bar of list answers
     topical: float = 1.0  # share of the question's topic (IDF-weighted, rag.search.topical) in its title + abstract
     title_topic: bool = False  # its title holds every distinctive word of the question's topic (`topical.names_all`)
+    key_in_title: bool = False  # its title holds the topic's key term (`topical.key_term`), a list's sign of "about"
 
 
 @dataclass
@@ -112,6 +113,11 @@ class Retrieval:
     # The question as asked when `question` is its English search terms (a Chinese question, `rag.query.zh`): the
     # gate reads its form from it (`rag.answering.abstain.form_features`), which the terms no longer have.
     asked: str = ""
+    # A list or count decided over a deep pool (`rag.engine`): its first `members` hits belong to it (None: not
+    # decided that way), out of the `pool` papers checked; `pool_full`: papers near the pool's end still belonged.
+    members: int | None = None
+    pool: int = 0
+    pool_full: bool = False
 
     @property
     def confidence(self) -> float:
@@ -465,14 +471,16 @@ class HybridRetriever:
             retrieval.scored.setdefault(s.paper_index, []).append(s)
         groups = topic_groups(retrieval.question)
         titles = tokenize([hit.paper.title for hit in hits]) if hits else []
+        key = key_term(groups, state.stem_df, len(state.papers), policy.key_term_share)
         for i, hit in enumerate(hits):
-            best = next((s for s in scored if s.paper_index == i), None)
+            best = (retrieval.scored.get(i) or [None])[0]
             hit.snippet = best.text if best else hit.paper.abstract[:300]
             hit.snippet_score = best.score if best else 0.0
             position = state.position.get(hit.paper.paper_id)
             if position is not None and position < len(state.terms):
                 hit.topical = coverage(groups, state.terms[position], state.stem_df, len(state.papers))
                 hit.title_topic = names_all(groups, titles[i], state.stem_df, len(state.papers), policy.common_share)
+            hit.key_in_title = bool(key & set(titles[i]))
         if answering:
             retrieval.named_match = self._named_match(retrieval.question, hits[answering[0]].paper, state,
                                                       policy.rare_limit(len(state.papers)))
