@@ -766,7 +766,7 @@ class Engine:
             return retrieval
         pool = len(retrieval.hits)
         retrieval.hits = [retrieval.hits[i] for i in chosen]
-        retrieval.k, retrieval.reference = len(chosen), None  # decided: the filter's papers about the topic
+        retrieval.k = len(chosen)
         self.retriever.annotate(retrieval, self.retriever.state, self.settings.policy)
         retrieval.members, retrieval.pool = len(chosen), pool
         # papers still belonging in the pool's last tenth: the list likely goes on beyond it

@@ -288,27 +288,30 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
     """The hits (indexes, in rank order) a list or count names: the papers ABOUT the topic, not merely near it.
 
     A paper belongs when its title holds the topic's key term (`Hit.key_in_title`: the topic's rarest word, such as
-    "unlearning" or "KV") and its best sentence scores `key_sentence_share` of the best paper's; or when the fused
+    "unlearning" or "KV"), or every distinctive word of the topic (`Hit.title_topic`: "diffusion" of "diffusion
+    models"), and its best sentence scores `key_sentence_share` of the best paper's; or when the fused
     search ranks it close to the best paper (`member_score_share` of its fused score) and its best sentence reaches
-    `sentence_bar`. Both cuts are relative to the best paper of the pool. A filtered list ("orals on X") is the
-    papers of the same search without filters (`Retrieval.reference`) that belong and pass the filter: ranked among
-    orals alone, a docking oral whose title says "Unbalanced" was near the top of "orals on optimal transport". The numbers
+    `sentence_bar`. Both cuts are relative to the best paper of the pool, for a filtered list ("orals on X") of the
+    same search without filters (`Retrieval.reference`), whose ranks it is scored by: ranked among orals alone, a
+    docking oral whose title says "Unbalanced" was near the top of "orals on optimal transport". The numbers
     and the sets that chose them: `AnswerPolicy` (rag/config.py). `whole_list` (a filter with no topic: "papers by
     X") names every hit."""
     if whole_list:
         return list(range(len(retrieval.hits)))
-    if retrieval.reference is not None:  # filtered: the papers about the topic in the whole collection, filtered
-        about = {retrieval.reference.hits[i].paper.paper_id for i in members(retrieval.reference, settings)}
-        return [i for i, hit in enumerate(retrieval.hits) if hit.paper.paper_id in about]
     policy = settings.policy
-    pool = retrieval.hits
+    pool = _pool(retrieval)
     best = max((_relevance(hit) for hit in pool), default=0.0)
-    best_score = max((hit.score for hit in pool), default=0.0)
+    # A filtered list's fused scores are ranks among the filter's papers alone: a paper is scored as the search
+    # without filters ranks it (0 beyond its pool), against that search's best.
+    unfiltered = ({hit.paper.paper_id: hit.score for hit in retrieval.reference.hits}
+                  if retrieval.reference is not None else None)
+    best_score = max((hit.score for hit in (retrieval.reference or retrieval).hits), default=0.0)
     cutoff = sentence_bar(retrieval, settings)
+    titled = max(settings.abstain_threshold, policy.key_sentence_share * best)
     return [i for i, hit in enumerate(retrieval.hits)
-            if (hit.key_in_title and _relevance(hit) >= max(settings.abstain_threshold,
-                                                              policy.key_sentence_share * best))
-            or (hit.score >= policy.member_score_share * best_score and _relevance(hit) >= cutoff)]
+            if ((hit.key_in_title or hit.title_topic) and _relevance(hit) >= titled)
+            or ((hit.score if unfiltered is None else unfiltered.get(hit.paper.paper_id, 0.0))
+                >= policy.member_score_share * best_score and _relevance(hit) >= cutoff)]
 
 
 passes_bar = members  # the engine's name for it where a filter is widened (`rag.engine.Engine._retrieve`)
