@@ -290,8 +290,8 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
     A paper belongs when its title holds the topic's key term (`Hit.key_in_title`: the topic's rarest word, such as
     "unlearning" or "KV"), or every distinctive word of the topic (`Hit.title_topic`: "diffusion" of "diffusion
     models"), and its best sentence scores `key_sentence_share` of the best paper's; or when the fused
-    search ranks it close to the best paper (`member_score_share` of its fused score) and its best sentence reaches
-    `sentence_bar`. Both cuts are relative to the best paper of the pool, for a filtered list ("orals on X") of the
+    search ranks it close to the best paper (`member_score_share` of its fused score), its best sentence reaches
+    `sentence_bar` and its text holds `topic_bar` of the topic the best-covered paper holds. Both cuts are relative to the best paper of the pool, for a filtered list ("orals on X") of the
     same search without filters (`Retrieval.reference`), whose ranks it is scored by: ranked among orals alone, a
     docking oral whose title says "Unbalanced" was near the top of "orals on optimal transport". The numbers
     and the sets that chose them: `AnswerPolicy` (rag/config.py). `whole_list` (a filter with no topic: "papers by
@@ -308,10 +308,12 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
     best_score = max((hit.score for hit in (retrieval.reference or retrieval).hits), default=0.0)
     cutoff = sentence_bar(retrieval, settings)
     titled = max(settings.abstain_threshold, policy.key_sentence_share * best)
+    covered = max((hit.topical for hit in pool if _relevance(hit) >= cutoff), default=0.0)
     return [i for i, hit in enumerate(retrieval.hits)
             if ((hit.key_in_title or hit.title_topic) and _relevance(hit) >= titled)
             or ((hit.score if unfiltered is None else unfiltered.get(hit.paper.paper_id, 0.0))
-                >= policy.member_score_share * best_score and _relevance(hit) >= cutoff)]
+                >= policy.member_score_share * best_score and _relevance(hit) >= cutoff
+                and hit.topical >= policy.topic_bar * covered)]
 
 
 passes_bar = members  # the engine's name for it where a filter is widened (`rag.engine.Engine._retrieve`)

@@ -295,7 +295,7 @@ def test_a_count_leaves_out_papers_near_the_question_that_lack_most_of_its_topic
     assert len(off_topic) >= 2
     count = engine.ask(f"How many papers use {topic}?")
     assert [c.title for c in count.citations] == [SAE_TITLE]
-    assert count.answer.startswith(f"1 paper that use {topic}:")
+    assert count.answer.startswith(f"1 paper on {topic}:")
 
 
 def test_a_count_with_a_decision_no_paper_on_the_topic_has_says_none_then_lists_the_others(embedded_seed_engine):
