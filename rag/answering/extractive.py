@@ -291,7 +291,8 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
     "unlearning" or "KV"), or every distinctive word of the topic (`Hit.title_topic`: "diffusion" of "diffusion
     models"), and its best sentence scores `key_sentence_share` of the best paper's; or when the fused
     search ranks it close to the best paper (`member_score_share` of its fused score), its best sentence reaches
-    `sentence_bar` and its text holds `topic_bar` of the topic the best-covered paper holds. Both cuts are relative to the best paper of the pool, for a filtered list ("orals on X") of the
+    `sentence_bar` and its text holds `topic_bar` of the topic the best-covered paper holds (a title-only paper,
+    whose title is all it shows, `title_topic_bar`). Both cuts are relative to the best paper of the pool, for a filtered list ("orals on X") of the
     same search without filters (`Retrieval.reference`), whose ranks it is scored by: ranked among orals alone, a
     docking oral whose title says "Unbalanced" was near the top of "orals on optimal transport". The numbers
     and the sets that chose them: `AnswerPolicy` (rag/config.py). `whole_list` (a filter with no topic: "papers by
@@ -313,7 +314,7 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
             if ((hit.key_in_title or hit.title_topic) and _relevance(hit) >= titled)
             or ((hit.score if unfiltered is None else unfiltered.get(hit.paper.paper_id, 0.0))
                 >= policy.member_score_share * best_score and _relevance(hit) >= cutoff
-                and hit.topical >= policy.topic_bar * covered)]
+                and hit.topical >= covered * (policy.topic_bar if hit.paper.has_abstract else policy.title_topic_bar))]
 
 
 passes_bar = members  # the engine's name for it where a filter is widened (`rag.engine.Engine._retrieve`)
