@@ -110,6 +110,8 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
                 yield from _quoted(answer, settings.llm_quote, quote, lang)
         if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
             yield from _extractive_answer(answer, retrieval, settings, intent, whole_list, focused, sides, lang, limit)
+            if answer.listed and llm is not None and not answer.fallback_reason and answer.outcome == "answered":
+                yield from _synthesis(answer, llm, templates, settings, lang)
 
 
 def _coverage(answer: Answer, retrieval: Retrieval, settings: Settings, focused: bool, chosen: bool,
@@ -242,7 +244,8 @@ def _extractive_answer(answer: Answer, retrieval: Retrieval, settings: Settings,
     text, cited = extractive(retrieval, settings, answer.sources, answer.answer_type, intent.asked_decision,
                              whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
                              follow_up=focused, asks=intent.asks, lang=lang, topic=list_topic(intent, lang),
-                             shown=limit, kinds=tuple(answer.filters.decisions) if answer.listed else ())
+                             shown=limit, kinds=tuple(answer.filters.decisions)
+                             if answer.listed and "decisions" not in answer.filters.widened else ())
     by_n = {s.n: s for s in answer.sources}
     if answer.llm_no_answer and cited:
         answer.conclude("unsure")
@@ -396,3 +399,34 @@ def list_topic(intent: Intent, lang: str) -> str:
     if lang == "zh":
         return without_glue(intent.query).replace("篇", "").strip()
     return intent.query
+
+
+SYNTHESIS_ASK = ("What do these papers, found for the question “{question}”, have in common and how do they differ? "
+                 "Answer in two to four sentences and cite each paper you mention.")
+
+
+def _synthesis(answer: Answer, llm: ChatClient, templates: dict[str, str], settings: Settings, lang: str
+               ) -> Iterator[Delta]:
+    """With an LLM, a topic's list gets a few sentences over its shown papers, after the list: the model writes
+    what they share and how they differ, citing them. The list itself is the extractive one, so no listed paper is
+    ever dropped by the model; citations to papers not shown are removed and counted (`fabricated`), and a
+    synthesis that cites none of them is left out. If the model fails, the list stands alone with a notice."""
+    shown = answer.citations
+    messages = [{"role": "system", "content": templates["system"]},
+                {"role": "user", "content": prompts.fill(
+                    templates["answer"], sources=prompts.render_sources(shown),
+                    question=SYNTHESIS_ASK.format(question=answer.question),
+                    language=prompts.answer_language(answer.question))}]
+    try:
+        text = llm.complete(messages, max_tokens=settings.llm_max_tokens, stream=True)
+    except LLMError as exc:
+        answer.notices.append(f"The LLM could not write a summary of the list ({exc}); the list is as found.")
+        return
+    cleaned = clean(" ".join(text.split()), {s.n for s in shown})
+    answer.fabricated += cleaned.fabricated
+    if not cleaned.cited:
+        return
+    added = f"\n\n{say('synthesis', lang)} {cleaned.text.strip()}"
+    answer.answer += added
+    answer.mode, answer.model = "llm", llm.model
+    yield Delta(added)

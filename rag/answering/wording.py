@@ -30,6 +30,7 @@ PHRASES: dict[str, tuple[str, str]] = {
     "also_close": ("Also close to the question:", "与问题同样接近的还有："),
     "title_only": ("(title only: the list has no abstract for it)", "（只有标题：列表中没有它的摘要）"),
     "found": ("{n} {papers} found:", "找到 {n} 篇论文："),
+    "synthesis": ("In short (written by the LLM from the papers listed):", "概括（LLM 根据上面列出的论文所写）："),
     "on_topic": ("{n} {papers}{topic}:", "关于{topic}的论文有 {n} 篇："),
     "of_them": (", {k} of them {kinds}:", "，其中 {k} 篇是{kinds}："),
     "more_shown": ("… and {more} more (Show more on the page, `rag ask --all`, or `limit` in the API).",

@@ -1,6 +1,8 @@
 """Answers by question type, filters written in the question, and follow-ups decided by what they refer to:
 `rag.query.intent` alone (pure), then through the engine over the user's seed files in a real store."""
 
+import re
+
 import pytest
 
 from rag.query.intent import comparison_sides, parse
@@ -427,3 +429,26 @@ def test_a_comparison_of_two_papers_the_collection_has_is_answered_even_if_the_g
                      "How do AERCA and the Brackenridge time series model differ?"):
         refused = engine.ask(question)
         assert refused.answer_type == "compare" and refused.abstained, question
+
+
+def test_with_an_llm_a_list_keeps_every_paper_and_the_model_adds_a_synthesis(embedded_seed_engine):
+    """Issue 52 item 5: with an LLM the list is still every paper decided to belong; the model writes a few cited
+    sentences over them after it, and a citation to a paper not listed is removed."""
+    from fake_openai import FakeOpenAI
+
+    question = "What work is there on diffusion models?"
+    plain = embedded_seed_engine.ask(question, limit=0)
+    with FakeOpenAI() as server:
+        engine = embedded_seed_engine.derive(llm_model="fake-chat", llm_base_url=server.base_url,
+                                             llm_api_key="sk-test", llm_max_retries=0, llm_rewrite=False)
+        answer = engine.ask(question, limit=0)
+        assert len(server.chat_requests()) == 1
+        listed, _, summary = answer.answer.partition("\n\nIn short (written by the LLM from the papers listed): ")
+        assert listed == plain.answer and answer.listed == plain.listed and answer.cited_ids == plain.cited_ids
+        assert summary and re.search(r"\[\d+\]", summary) and answer.mode == "llm"
+        server.mode = "fabricate"  # also cites [9], which is not among the papers shown
+        shown = engine.ask(question, limit=2)
+        assert "[9]" not in shown.answer and shown.fabricated == 1 and len(shown.citations) == 2
+        server.mode = "500"
+        failed = engine.ask(question, limit=0)
+        assert failed.answer == plain.answer and any("could not write a summary" in n for n in failed.notices)
