@@ -80,7 +80,8 @@ class AnswerPolicy(BaseModel):
         "multi-paper recall@10 0.895, gold cited, facts and outcomes unchanged. 0.75 dropped a title that says "
         "'Auto-regressive' where the question says 'autoregressive' (0.72 of its topic).")
     key_term_share: float = Field(0.02, description="The topic's key term: its rarest word, if at most this share of "
-                                  "the papers contain it (\"unlearning\" of \"machine unlearning\", \"kv\" of \"KV cache\").")
+                                  "the papers contain it (\"unlearning\" of \"machine unlearning\", \"kv\" of \"KV "
+                                  "cache\").")
     key_sentence_share: float = Field(0.6, description="A paper whose title holds the key term belongs if its best "
                                       "sentence scores at least this share of the best paper's.")
     member_score_share: float = Field(0.6, description="Any other paper belongs if its fused score is at least this "

@@ -289,14 +289,14 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
 
     A paper belongs when its title holds the topic's key term (`Hit.key_in_title`: the topic's rarest word, such as
     "unlearning" or "KV"), or every distinctive word of the topic (`Hit.title_topic`: "diffusion" of "diffusion
-    models"), and its best sentence scores `key_sentence_share` of the best paper's; or when the fused
-    search ranks it close to the best paper (`member_score_share` of its fused score), its best sentence reaches
-    `sentence_bar` and its text holds `topic_bar` of the topic the best-covered paper holds (a title-only paper,
-    whose title is all it shows, `title_topic_bar`). Both cuts are relative to the best paper of the pool, for a filtered list ("orals on X") of the
-    same search without filters (`Retrieval.reference`), whose ranks it is scored by: ranked among orals alone, a
-    docking oral whose title says "Unbalanced" was near the top of "orals on optimal transport". The numbers
-    and the sets that chose them: `AnswerPolicy` (rag/config.py). `whole_list` (a filter with no topic: "papers by
-    X") names every hit."""
+    models"), and its best sentence scores `key_sentence_share` of the best paper's; or when the fused search ranks
+    it close to the best paper (`member_score_share` of its fused score), its best sentence reaches `sentence_bar`
+    and its text holds `topic_bar` of the topic the best-covered paper holds (a title-only paper, whose title is all
+    it shows, `title_topic_bar`). Both cuts are relative to the best paper of the pool, for a filtered list ("orals
+    on X") of the same search without filters (`Retrieval.reference`), whose ranks it is scored by: ranked among
+    orals alone, a docking oral whose title says "Unbalanced" was near the top of "orals on optimal transport". The
+    numbers and the sets that chose them: `AnswerPolicy` (rag/config.py). `whole_list` (a filter with no topic:
+    "papers by X") names every hit."""
     if whole_list:
         return list(range(len(retrieval.hits)))
     policy = settings.policy

@@ -424,7 +424,8 @@ class Report:
         js.write_text(json.dumps({"name": self.name, "meta": self.meta, "results": self.results}, indent=1,
                                  ensure_ascii=False), encoding="utf-8")
         meta = "\n".join(f"- {key}: {value}" for key, value in self.meta.items())
-        md.write_text(f"# Evaluation: {self.name}\n\n{meta}\n\n{self.table()}\n\n{self.outcome_table()}{self.list_table()}"
+        md.write_text(f"# Evaluation: {self.name}\n\n{meta}\n\n{self.table()}\n\n{self.outcome_table()}"
+                      f"{self.list_table()}"
                       f"{self.llm_table()}{self.type_table()}"
                       "hit@k, MRR and nDCG@10 over questions with one gold paper (single + follow-up); "
                       "multi_recall@10 over multi-paper questions; abstention_on_none over unanswerable questions; "

@@ -51,7 +51,7 @@ _TOPIC_LEADS = (
     rf"(?:show|tell|give)\s+me\s+(?:about\s+|an?\s+overview\s+of\s+)?(?:the\s+|some\s+)?(?:\w+\s+)?{_RESEARCH}\s+"
     r"(?:on|about|using|for|that|in)\s+",
     rf"(?:an?\s+)?overview\s+of\s+(?:the\s+)?(?:{_RESEARCH}\s+(?:on|about|in)\s+)?",
-    rf"(?:recent\s+)?(?:research|work|studies|literature)\s+(?:on|about|into)\s+",
+    r"(?:recent\s+)?(?:research|work|studies|literature)\s+(?:on|about|into)\s+",
 )
 # A question that is only a topic ("post-training quantization of LLMs", "benchmarks for visual math reasoning"):
 # no question word, no verb of its own, at most eight words, no coined name (a name alone asks about its paper).
@@ -124,8 +124,9 @@ _ZH_TYPES = [("authors", re.compile(r"作者|谁写")), ("link", re.compile(r"�
              ("compare", re.compile(r"^(?:请)?(?:比较|对比(?!学习))|(?:和|与|跟).{1,40}?(?:区别|差异|不同之处)")),
              # "我在找关于X的论文" (I'm looking for papers on X), "X的相关工作", "X的最新进展", "X的研究现状": a topic's
              # papers, as "What work is there on X?".
-             ("list", re.compile(r"哪些|有什么|列出|列举|我(?:在|想|正在)?(?:找|寻找|查找|搜索)|相关(?:的)?(?:工作|研究|论文)|"
-                                 r"(?:新|最新|研究)进展|研究现状|综述"))]  # 有没有 ("is there ..."): explain, as above
+             ("list", re.compile(r"哪些|有什么|列出|列举|我(?:在|想|正在)?(?:找|寻找|查找|搜索)|"
+                                 r"相关(?:的)?(?:工作|研究|论文)|(?:新|最新|研究)进展|研究现状|综述"))]
+# 有没有 ("is there ..."), with nothing else of these, is explain, as above.
 
 _DECISION_TYPE = re.compile(
     rf"^(?:(?:is|was)\s+(?P<subject>.+?)\s+(?:accepted\s+as\s+)?(?:an?\s+)?(?P<asked>oral|spotlight|poster)"

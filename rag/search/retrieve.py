@@ -473,7 +473,8 @@ class HybridRetriever:
         titles = tokenize([hit.paper.title for hit in hits]) if hits else []
         key = key_term(groups, state.stem_df, len(state.papers), policy.key_term_share)
         for i, hit in enumerate(hits):
-            best = (retrieval.scored.get(i) or [None])[0]
+            mine = retrieval.scored.get(i)
+            best = mine[0] if mine else None
             hit.snippet = best.text if best else hit.paper.abstract[:300]
             hit.snippet_score = best.score if best else 0.0
             position = state.position.get(hit.paper.paper_id)
