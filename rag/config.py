@@ -50,16 +50,20 @@ class AnswerPolicy(BaseModel):
         0.7, description="... each scoring at least this share of its best (same sets: 0.6 gave facts 0.860 at "
         "680 characters).")
     # A list or count (rag/answering/extractive.py `members`) is decided per paper over a deep pool: the top
-    # `list_pool` papers of the fused search. A paper belongs when its title names the topic's key term (its rarest
-    # word, in at most `key_term_share` of the papers) and a sentence of it scores `key_sentence_share` of the best
-    # paper's (so does one whose title holds every distinctive word of the topic: `common_share`); or when its fused
-    # score is `member_score_share` of the best paper's and its best sentence
-    # `member_sentence_share` of the best one's. Chosen together on the 52 list and count questions of types_dev,
-    # types_dev2 and types_dev3 and the 3 of topics_selfdev (2,114 papers; eval/README.md, "Lists from a deep
-    # pool"): gold cited / citations on gold or judged relevant 0.788 / 0.807 and 0.923 / 1.000 (the top 5 with the
-    # sentence bar before: 0.60 / 0.69). Neighbours: fused share 0.5 -> 0.791 / 0.772; sentence share 0.8 -> 0.752 /
-    # 0.808; key term in 5% -> 0.796 / 0.762; the two rarest terms instead of one -> lower recall on both sets;
-    # without the `common_share` titles 0.782 / 0.807 on the first set.
+    # `list_pool` papers of the fused search. A paper belongs when
+    #   - its title holds the topic's key term (its rarest word, in at most `key_term_share` of the papers) or every
+    #     distinctive word of the topic (`common_share`), and its best sentence scores `key_sentence_share` of the
+    #     best paper's; or
+    #   - its first two sentences hold the key term and its best sentence scores `member_sentence_share` of the best;
+    #   - or its fused score is `member_score_share` of the best paper's, its best sentence `member_sentence_share`
+    #     of the best one's, and its text holds `topic_bar` of the topic (title-only: `title_topic_bar`).
+    # Chosen on the 52 list and count questions of types_dev, types_dev2 and types_dev3 (long, descriptive topics)
+    # and the 3 of topics_selfdev (short ones), 2,114 papers, scored per paper over the top 100 (gold cited /
+    # listed papers on gold or judged relevant): 0.775 / 0.816 and 0.923 / 0.930. Neighbours: without the
+    # first-sentences rule 0.755 / 0.827 and 0.923 / 1.000; fused share 0.5 -> recall +0.04, precision -0.05;
+    # sentence share 0.8 -> recall -0.03; key term in 5% -> 0.794 / 0.766; the two rarest terms as the key ->
+    # lower recall on both sets. The app's own figures (`rag eval`, list_recall / list_precision): eval/README.md,
+    # "Lists from a deep pool".
     list_pool: int = Field(100, ge=1, description="Papers of the fused search a list or count decides on (each "
                            "retriever proposes as many). All gold papers of the 55 dev list questions are in the top "
                            "100; a question costs ~1 s on 2 busy cores at this depth.")
@@ -70,8 +74,8 @@ class AnswerPolicy(BaseModel):
         "(IDF-weighted: rag/search/topical.py) that the best-covered of the papers reaching that sentence bar holds. "
         "Without it, \"How many papers use sparse autoencoders for language model interpretability?\" over the seed "
         "papers counted a bilinear-MLP, an activation-sparsity and a metagenomics paper (0.46, 0.42 and 0.14 of the "
-        "topic). Dev lists (52 questions): gold cited / on topic 0.788 / 0.807 without, 0.755 / 0.827 at 0.5, 0.786 "
-        "/ 0.812 at 0.3 (which keeps the first two).")
+        "topic). Dev lists (52 questions, without the first-sentences rule): gold cited / on topic 0.788 / 0.807 "
+        "without it, 0.755 / 0.827 at 0.5, 0.786 / 0.812 at 0.3 (which keeps the first two).")
     title_topic_bar: float = Field(
         0.7, description="... and a title-only paper, whose title is all it shows, at least this share. At 3,706 "
         "papers \"Which papers study oversmoothing in graph neural networks?\" listed two titles saying only \"Graph "

@@ -289,7 +289,8 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
 
     A paper belongs when its title holds the topic's key term (`Hit.key_in_title`: the topic's rarest word, such as
     "unlearning" or "KV"), or every distinctive word of the topic (`Hit.title_topic`: "diffusion" of "diffusion
-    models"), and its best sentence scores `key_sentence_share` of the best paper's; or when the fused search ranks
+    models"), and its best sentence scores `key_sentence_share` of the best paper's; or its first two sentences hold
+    the key term and its best sentence reaches `sentence_bar`; or when the fused search ranks
     it close to the best paper (`member_score_share` of its fused score), its best sentence reaches `sentence_bar`
     and its text holds `topic_bar` of the topic the best-covered paper holds (a title-only paper, whose title is all
     it shows, `title_topic_bar`). Both cuts are relative to the best paper of the pool, for a filtered list ("orals
@@ -312,6 +313,7 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
     covered = max((hit.topical for hit in pool if _relevance(hit) >= cutoff), default=0.0)
     return [i for i, hit in enumerate(retrieval.hits)
             if ((hit.key_in_title or hit.title_topic) and _relevance(hit) >= titled)
+            or (hit.key_in_lead and _relevance(hit) >= cutoff)
             or ((hit.score if unfiltered is None else unfiltered.get(hit.paper.paper_id, 0.0))
                 >= policy.member_score_share * best_score and _relevance(hit) >= cutoff
                 and hit.topical >= covered * (policy.topic_bar if hit.paper.has_abstract else policy.title_topic_bar))]

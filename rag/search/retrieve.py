@@ -92,6 +92,7 @@ class Hit:
     topical: float = 1.0  # share of the question's topic (IDF-weighted, rag.search.topical) in its title + abstract
     title_topic: bool = False  # its title holds every distinctive word of the question's topic (`topical.names_all`)
     key_in_title: bool = False  # its title holds the topic's key term (`topical.key_term`), a list's sign of "about"
+    key_in_lead: bool = False  # ... or its first two sentences do (where an abstract says what the paper is about)
 
 
 @dataclass
@@ -472,6 +473,7 @@ class HybridRetriever:
         groups = topic_groups(retrieval.question)
         titles = tokenize([hit.paper.title for hit in hits]) if hits else []
         key = key_term(groups, state.stem_df, len(state.papers), policy.key_term_share)
+        leads = tokenize([" ".join(split_sentences(hit.paper.abstract)[:2]) for hit in hits]) if key and hits else []
         for i, hit in enumerate(hits):
             mine = retrieval.scored.get(i)
             best = mine[0] if mine else None
@@ -482,6 +484,7 @@ class HybridRetriever:
                 hit.topical = coverage(groups, state.terms[position], state.stem_df, len(state.papers))
                 hit.title_topic = names_all(groups, titles[i], state.stem_df, len(state.papers), policy.common_share)
             hit.key_in_title = bool(key & set(titles[i]))
+            hit.key_in_lead = hit.key_in_title or bool(leads and key & set(leads[i]))
         if answering:
             retrieval.named_match = self._named_match(retrieval.question, hits[answering[0]].paper, state,
                                                       policy.rare_limit(len(state.papers)))
