@@ -309,7 +309,7 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
                   if retrieval.reference is not None else None)
     best_score = max((hit.score for hit in (retrieval.reference or retrieval).hits), default=0.0)
     cutoff = sentence_bar(retrieval, settings)
-    titled = max(settings.abstain_threshold, policy.key_sentence_share * best)
+    titled = policy.key_sentence_share * best  # a title naming the topic is the surest sign: no absolute bar
     covered = max((hit.topical for hit in pool if _relevance(hit) >= cutoff), default=0.0)
     return [i for i, hit in enumerate(retrieval.hits)
             if ((hit.key_in_title or hit.title_topic) and _relevance(hit) >= titled)
