@@ -388,3 +388,13 @@ def test_a_cold_ask_reads_the_cached_corpus_and_imports_nothing_a_question_does_
     # The store is at rest (the ingest left its mark): the question read it from the data dir (rag.store.snapshot).
     assert "chromadb" not in ast.literal_eval(imported)
     assert "chromadb" not in timed and NOT_FOR_A_QUESTION.isdisjoint(timed)  # -X importtime agrees
+
+
+def test_ask_shows_a_list_s_first_papers_and_all_of_them_with_all(cli_index):
+    data_dir, _, _ = cli_index
+    question = "What work is there on diffusion models?"
+    whole = json.loads(rag("ask", "--json", "--all", question, "--data-dir", data_dir, check=True).stdout)
+    assert whole["answer_type"] == "list" and whole["listed"] >= 3
+    assert len(whole["citations"]) == whole["listed"] and whole["answer"].startswith(
+        f"{whole['listed']} papers on diffusion models:\n")
+    assert "more (Show more" not in whole["answer"]
