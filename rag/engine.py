@@ -45,7 +45,7 @@ from rag.generation.llm import ChatClient, LLMError
 from rag.answering import abstain
 from rag.answering.collection import answer_topics, related_answer
 from rag.answering.compose import compose
-from rag.answering.extractive import MAX_LISTED, members, passes_bar, should_abstain
+from rag.answering.extractive import MAX_LISTED, decide, members, passes_bar, should_abstain
 from rag.answering.records import Answer, Delta, Restart, Source, sources_from
 
 log = logging.getLogger("rag")
@@ -664,6 +664,7 @@ class Engine:
             return
         k = len(focus) if focus else k or self.settings.k
         deep = intent.type in ("list", "count") and intent.has_topic and not focus
+        requested = k
         if deep:  # a topic's list or count: decided paper by paper over a deep pool (`_members_first`)
             k = self.settings.policy.list_pool
         elif intent.type == "count" or not intent.has_topic:  # "papers by X": as many as can be shown
@@ -679,7 +680,7 @@ class Engine:
             retrieval, lead, filters = self._retrieve(intent, search, k, plan.filters, focus,
                                                       retrieval.query_vector, plan.rewrite.search, plan.asked)
         if deep:
-            retrieval = self._members_first(retrieval)
+            retrieval = self._members_first(retrieval, requested)
         retrieved = time.perf_counter()
         partial = None  # where the notice of a partial index is, to say after answering what may change
         if self.indexing.running and self.indexing.total:
@@ -757,18 +758,23 @@ class Engine:
         return (wider, f"No {kinds} paper in the list matches this question. With any decision:",
                 replace(filters, widened=("decisions",)))
 
-    def _members_first(self, retrieval: Retrieval) -> Retrieval:
+    def _members_first(self, retrieval: Retrieval, k: int) -> Retrieval:
         """A topic's list or count: its hits cut to the papers about the topic (`rag.answering.extractive.members`),
         in rank order, re-scored as hits of their own (the sentences quoted, the confidence); `members` says how
-        many. Unchanged when none belongs (the answer then quotes the best sentences, or is not covered)."""
+        many. When none belongs, or the gate finds the collection does not cover the topic, the nearest `k` papers
+        instead (the answer then quotes the best sentences, or names them as the nearest)."""
         chosen = members(retrieval, self.settings)
-        if not chosen:
+        outcome = decide(retrieval, self.settings)
+        if not chosen or outcome == "not_covered":  # the nearest `k` papers, as for any question not covered
+            if len(retrieval.hits) > k:
+                retrieval.hits, retrieval.k = retrieval.hits[:k], k
+                self.retriever.annotate(retrieval, self.retriever.state, self.settings.policy)
             return retrieval
         pool = len(retrieval.hits)
         retrieval.hits = [retrieval.hits[i] for i in chosen]
         retrieval.k = len(chosen)
         self.retriever.annotate(retrieval, self.retriever.state, self.settings.policy)
-        retrieval.members, retrieval.pool = len(chosen), pool
+        retrieval.members, retrieval.pool, retrieval.decided = len(chosen), pool, outcome
         # papers still belonging in the pool's last tenth: the list likely goes on beyond it
         retrieval.pool_full = pool >= self.settings.policy.list_pool and chosen[-1] >= pool - max(1, pool // 10)
         return retrieval

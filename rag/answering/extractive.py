@@ -77,6 +77,8 @@ def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
     eval/README.md, "Not covered only on the evidence")."""
     if not retrieval.hits:
         return "not_covered"
+    if retrieval.decided:  # a topic's list, decided over its whole pool before the pool was cut (`rag.engine`)
+        return retrieval.decided  # type: ignore[return-value]
     weak = retrieval.confidence < settings.abstain_threshold and not retrieval.named_match
     if not abstain.applies(retrieval):
         return "not_covered" if weak else "answered"

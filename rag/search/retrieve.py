@@ -119,6 +119,9 @@ class Retrieval:
     members: int | None = None
     pool: int = 0
     pool_full: bool = False
+    # The outcome the gate gave the whole pool before it was cut to its members (`rag.answering.extractive.decide`
+    # returns it): the cut changes the margins the gate reads, not whether the collection covers the topic.
+    decided: str = ""
 
     @property
     def confidence(self) -> float:

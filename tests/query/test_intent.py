@@ -385,7 +385,7 @@ def test_filters_written_in_the_question_are_applied_and_reported(embedded_seed_
         same = engine.ask(question)  # a newcomer's: the name searched as a topic, "not covered"
         assert same.outcome == "answered" and same.cited_ids == by.cited_ids, question
     one = engine.ask("Oral papers on time series")  # the filter lets fewer papers through than were asked for
-    assert one.answer.startswith("1 paper matches (it has a sentence scoring") and "there may be more" not in one.answer
+    assert one.answer.startswith("1 oral on time series:\n") and "likely more" not in one.answer
     # A chip's click: the same question without the filter its words set.
     unfiltered = engine.ask("Oral papers on time series", question_filters=("author",))
     assert unfiltered.to_dict()["filters"] == {"decisions": [], "author": None, "from_question": []}
