@@ -51,9 +51,10 @@ class AnswerPolicy(BaseModel):
         "680 characters).")
     # A list or count (rag/answering/extractive.py `members`) is decided per paper over a deep pool: the top
     # `list_pool` papers of the fused search. A paper belongs when
-    #   - its title holds the topic's key term (its rarest word, in at most `key_term_share` of the papers) or every
-    #     distinctive word of the topic (`common_share`), and its best sentence scores `key_sentence_share` of the
-    #     best paper's; or
+    #   - its title holds every distinctive word of the topic (`common_share`); or the topic's key term (its rarest
+    #     word, in at most `key_term_share` of the papers) and its best sentence scores `key_sentence_share` of the
+    #     best paper's (the same figures with the sentence bar on the first kind of title too: dev lists have none
+    #     that misses it; "How many orals are about diffusion models?" missed 4 of the 17 orals titled "Diffusion");
     #   - its first two sentences hold the key term and its best sentence scores `member_sentence_share` of the best;
     #   - or its fused score is `member_score_share` of the best paper's, its best sentence `member_sentence_share`
     #     of the best one's, and its text holds `topic_bar` of the topic (title-only: `title_topic_bar`).

@@ -289,9 +289,9 @@ def sentence_bar(retrieval: Retrieval, settings: Settings) -> float:
 def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) -> list[int]:
     """The hits (indexes, in rank order) a list or count names: the papers ABOUT the topic, not merely near it.
 
-    A paper belongs when its title holds the topic's key term (`Hit.key_in_title`: the topic's rarest word, such as
-    "unlearning" or "KV"), or every distinctive word of the topic (`Hit.title_topic`: "diffusion" of "diffusion
-    models"), and its best sentence scores `key_sentence_share` of the best paper's; or its first two sentences hold
+    A paper belongs when its title holds every distinctive word of the topic (`Hit.title_topic`: "diffusion" of
+    "diffusion models"); or the topic's key term (`Hit.key_in_title`: its rarest word, such as "unlearning" or
+    "KV") and its best sentence scores `key_sentence_share` of the best paper's; or its first two sentences hold
     the key term and its best sentence reaches `sentence_bar`; or when the fused search ranks
     it close to the best paper (`member_score_share` of its fused score), its best sentence reaches `sentence_bar`
     and its text holds `topic_bar` of the topic the best-covered paper holds (a title-only paper, whose title is all
@@ -314,7 +314,7 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
     titled = policy.key_sentence_share * best  # a title naming the topic is the surest sign: no absolute bar
     covered = max((hit.topical for hit in pool if _relevance(hit) >= cutoff), default=0.0)
     return [i for i, hit in enumerate(retrieval.hits)
-            if ((hit.key_in_title or hit.title_topic) and _relevance(hit) >= titled)
+            if hit.title_topic or (hit.key_in_title and _relevance(hit) >= titled)
             or (hit.key_in_lead and _relevance(hit) >= cutoff)
             or ((hit.score if unfiltered is None else unfiltered.get(hit.paper.paper_id, 0.0))
                 >= policy.member_score_share * best_score and _relevance(hit) >= cutoff
