@@ -293,11 +293,11 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
     "diffusion models"); or the topic's key term (`Hit.key_in_title`: its rarest word, such as "unlearning" or
     "KV") and its best sentence scores `key_sentence_share` of the best paper's; or its first two sentences hold
     the key term and its best sentence reaches `sentence_bar`; or when the fused search ranks
-    it close to the best paper (`member_score_share` of its fused score), its best sentence reaches `sentence_bar`
-    and its text holds `topic_bar` of the topic the best-covered paper holds (a title-only paper, whose title is all
-    it shows, `title_topic_bar`). Both cuts are relative to the best paper of the pool, for a filtered list ("orals
-    on X") of the same search without filters (`Retrieval.reference`), whose ranks it is scored by: ranked among
-    orals alone, a docking oral whose title says "Unbalanced" was near the top of "orals on optimal transport". The
+    it close to the best paper (`member_score_share` of its fused score) and its best sentence reaches
+    `sentence_bar`. All but the first also need their text to hold `topic_bar` of the topic the best-covered paper
+    holds (a title-only paper, whose title is all it shows, `title_topic_bar`). The cuts are relative to the best
+    paper of the pool, for a filtered list ("orals on X") of the same search without filters
+    (`Retrieval.reference`), whose ranks it is scored by: ranked among orals alone, a docking oral whose title says "Unbalanced" was near the top of "orals on optimal transport". The
     numbers and the sets that chose them: `AnswerPolicy` (rag/config.py). `whole_list` (a filter with no topic:
     "papers by X") names every hit."""
     if whole_list:
@@ -313,12 +313,16 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
     cutoff = sentence_bar(retrieval, settings)
     titled = policy.key_sentence_share * best  # a title naming the topic is the surest sign: no absolute bar
     covered = max((hit.topical for hit in pool if _relevance(hit) >= cutoff), default=0.0)
+
+    def holds_topic(hit) -> bool:
+        return hit.topical >= covered * (policy.topic_bar if hit.paper.has_abstract else policy.title_topic_bar)
+
     return [i for i, hit in enumerate(retrieval.hits)
-            if hit.title_topic or (hit.key_in_title and _relevance(hit) >= titled)
-            or (hit.key_in_lead and _relevance(hit) >= cutoff)
+            if hit.title_topic
+            or (hit.key_in_title and _relevance(hit) >= titled and holds_topic(hit))
+            or (hit.key_in_lead and _relevance(hit) >= cutoff and holds_topic(hit))
             or ((hit.score if unfiltered is None else unfiltered.get(hit.paper.paper_id, 0.0))
-                >= policy.member_score_share * best_score and _relevance(hit) >= cutoff
-                and hit.topical >= covered * (policy.topic_bar if hit.paper.has_abstract else policy.title_topic_bar))]
+                >= policy.member_score_share * best_score and _relevance(hit) >= cutoff and holds_topic(hit))]
 
 
 passes_bar = members  # the engine's name for it where a filter is widened (`rag.engine.Engine._retrieve`)
