@@ -297,7 +297,8 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
     `sentence_bar`. All but the first also need their text to hold `topic_bar` of the topic the best-covered paper
     holds (a title-only paper, whose title is all it shows, `title_topic_bar`). The cuts are relative to the best
     paper of the pool, for a filtered list ("orals on X") of the same search without filters
-    (`Retrieval.reference`), whose ranks it is scored by: ranked among orals alone, a docking oral whose title says "Unbalanced" was near the top of "orals on optimal transport". The
+    (`Retrieval.reference`), whose ranks it is scored by: ranked among orals alone, a docking oral whose title
+    says "Unbalanced" was near the top of "orals on optimal transport". The
     numbers and the sets that chose them: `AnswerPolicy` (rag/config.py). `whole_list` (a filter with no topic:
     "papers by X") names every hit."""
     if whole_list:
