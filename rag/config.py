@@ -66,7 +66,7 @@ class AnswerPolicy(BaseModel):
     # first-sentences rule (and `key_sentence_share` 0.6) 0.755 / 0.827 and 0.923 / 1.000; fused share 0.5 ->
     # recall +0.04, precision -0.05; sentence share 0.8 -> recall -0.03; key term in 5% -> 0.794 / 0.766; the two
     # rarest terms as the key -> lower recall on both sets. The app's own figures (`rag eval`, list_recall /
-    # list_precision, 0.758 / 0.801 and 0.974 / 0.932): eval/README.md, "Lists from a deep pool".
+    # list_precision, 0.758 / 0.824 and 0.974 / 0.932): eval/README.md, "Lists from a deep pool".
     list_pool: int = Field(100, ge=1, description="Papers of the fused search a list or count decides on (each "
                            "retriever proposes as many). All gold papers of the 55 dev list questions are in the top "
                            "100; a question costs ~1 s on 2 busy cores at this depth.")
