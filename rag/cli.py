@@ -269,6 +269,7 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
               help='Earlier turns: a JSON list of {"role": "user"|"assistant", "content": ...}; an assistant '
                    'turn may add "paper_ids" (the previous answer\'s cited ids, `--json`\'s "citations") so that '
                    '"it" / "they" mean its papers (else the paper titles its content names).')
+@click.option("--all", "show_all", is_flag=True, help="Show every paper of a list or count (the first 10 otherwise).")
 @click.option("--batch", type=click.File("r"), default=None,
               help='Answer many questions, loading everything once: one {"question": ..., "history": [...]} '
                    "per line in, one JSON answer per line out (needs --json).")
@@ -279,11 +280,12 @@ def ingest(paths: tuple[Path, ...], if_empty: bool, quiet: bool, **settings: Any
 @store_options
 @friendly_errors
 def ask(question: str | None, as_json: bool, k: int | None, decision: str | None, author: str | None, history,
-        batch, **settings: Any) -> None:
+        show_all: bool, batch, **settings: Any) -> None:
     """Answer QUESTION from the indexed abstracts, citing papers as [n].
 
     The answer follows the question: who wrote X (the authors), was X an oral (the decision), where can I read X
-    (the link), which papers / how many papers on X (a list or a count with its relevance bar), compare X and Y,
+    (the link), which papers / how many papers on X (a list or a count: the papers about X, the first 10 shown,
+    --all for every one), compare X and Y,
     or the best sentences otherwise (`answer_type` in --json). Filters may be written in the question ("orals on
     X", "papers by <author>"); --decision / --author win when given.
 
@@ -310,22 +312,24 @@ def ask(question: str | None, as_json: bool, k: int | None, decision: str | None
     if engine.is_empty():
         raise click.ClickException(f"the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first")
     if batch is not None:
-        sys.exit(_ask_batch(engine, batch, decision, author))
+        sys.exit(_ask_batch(engine, batch, decision, author, 0 if show_all else None))
     turns = _load_history(history) if history else None
+    limit = 0 if show_all else None
     if as_json:
-        echo(json_line(engine.ask(question, history=turns, decision=decision, author=author).to_dict(),
+        echo(json_line(engine.ask(question, history=turns, decision=decision, author=author, limit=limit).to_dict(),
                               ensure_ascii=False))
     else:
-        stream_to_terminal(engine, question or "", turns, decision, author)
+        stream_to_terminal(engine, question or "", turns, decision, author, limit)
 
 
-def stream_to_terminal(engine, question: str, history, decision: str | None = None, author: str | None = None):
+def stream_to_terminal(engine, question: str, history, decision: str | None = None, author: str | None = None,
+                       limit: int | None = None):
     """Print the answer as it is written, then its sources. Returns the final Answer. Paper text is shown as
     text (`rag.text.readable`): a quoted "9.6\\%" or "**L**earns" reads 9.6% and Learns, as on the web page."""
     from rag.answering.records import Answer, Delta, Restart
 
     answer = None
-    for event in engine.stream(question, history=history, decision=decision, author=author):
+    for event in engine.stream(question, history=history, decision=decision, author=author, limit=limit):
         if isinstance(event, Delta):
             echo(readable(event.text), nl=False)
         elif isinstance(event, Restart):
@@ -337,7 +341,7 @@ def stream_to_terminal(engine, question: str, history, decision: str | None = No
     return answer
 
 
-def _ask_batch(engine, lines, decision: str | None, author: str | None) -> int:
+def _ask_batch(engine, lines, decision: str | None, author: str | None, limit: int | None = None) -> int:
     failed = 0
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -347,7 +351,7 @@ def _ask_batch(engine, lines, decision: str | None, author: str | None) -> int:
             if not isinstance(item, dict) or not isinstance(item.get("question"), str):
                 raise ValueError('expected {"question": "...", "history": [...]}')
             turns = _check_history(item.get("history"))
-            out = engine.ask(item["question"], history=turns, decision=decision, author=author).to_dict()
+            out = engine.ask(item["question"], history=turns, decision=decision, author=author, limit=limit).to_dict()
         except (ValueError, RagError) as exc:
             failed += 1
             out = {"error": f"line {number}: {exc}", "line": number}
@@ -529,6 +533,8 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
                  name or f"{questions[0].stem}-{corpus.stem if corpus else 'index'}")
     echo(report.table())
     echo("\n" + report.outcome_table().rstrip())
+    if lists := report.list_table():
+        echo("\n" + lists.rstrip())
     if llm_table := report.llm_table():
         echo("\n" + llm_table.rstrip())
     if report.meta.get("related_questions"):

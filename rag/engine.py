@@ -45,7 +45,7 @@ from rag.generation.llm import ChatClient, LLMError
 from rag.answering import abstain
 from rag.answering.collection import answer_topics, related_answer
 from rag.answering.compose import compose, unbracket_quotes
-from rag.answering.extractive import MAX_LISTED, passes_bar, should_abstain
+from rag.answering.extractive import MAX_LISTED, decide, members, passes_bar, should_abstain
 from rag.answering.records import Answer, Delta, Restart, Source, sources_from
 
 log = logging.getLogger("rag")
@@ -133,6 +133,20 @@ def clean_question(question: str) -> tuple[str, list[str]]:
     if not text:
         raise QuestionError("The question is empty: type a question about the papers.")
     return text, notices
+
+
+def check_limit(limit: Any) -> int | None:
+    """How many of a list's papers to show, as a caller gave it: None (the policy's `list_shown`), or a whole
+    number 0..1000 (0: all of them)."""
+    if limit is None:
+        return None
+    if limit == 0 and not isinstance(limit, bool):
+        return 0
+    try:
+        return whole_number(limit, 1000, "papers of a list to show; 0 shows them all", QuestionError)
+    except QuestionError:
+        raise QuestionError(f"limit must be a whole number of papers to show, 0 for all of them (e.g. 20), got "
+                            f"{str(limit)[:40]!r}.") from None
 
 
 def check_k(k: Any) -> int | None:
@@ -636,19 +650,21 @@ class Engine:
 
     def ask(self, question: str, history: list[dict[str, Any]] | None = None, k: int | None = None,
             decision: str | list[str] | None = None, author: str | None = None,
-            question_filters: Sequence[str] = ("decisions", "author")) -> Answer:
+            question_filters: Sequence[str] = ("decisions", "author"), limit: int | None = None) -> Answer:
         """Answer a question from the indexed abstracts, with citations. Raises QuestionError on empty input.
         `decision` (one or several) and `author` (a substring of an author's name) restrict the papers; when they
         are not given, the question's own words may set them ("orals on X", "papers by Y"), for the kinds listed
-        in `question_filters` (the page's chips ask again with one left out)."""
-        for event in self.stream(question, history, k, decision, author, question_filters):
+        in `question_filters` (the page's chips ask again with one left out). `limit`: how many papers of a list or
+        count the answer shows (None: `AnswerPolicy.list_shown`; 0: all of them)."""
+        for event in self.stream(question, history, k, decision, author, question_filters, limit):
             if isinstance(event, Answer):
                 return event
         raise AssertionError("stream() ends with an Answer")
 
     def stream(self, question: str, history: list[dict[str, Any]] | None = None, k: int | None = None,
                decision: str | list[str] | None = None, author: str | None = None,
-               question_filters: Sequence[str] = ("decisions", "author")) -> Iterator[Delta | Restart | Answer]:
+               question_filters: Sequence[str] = ("decisions", "author"), limit: int | None = None
+               ) -> Iterator[Delta | Restart | Answer]:
         """Like `ask`, but yields the answer text as it is written (`Delta`), a `Restart` if the LLM fails
         mid-answer and an extractive answer replaces it, and last the complete `Answer`."""
         started = time.perf_counter()
@@ -656,6 +672,7 @@ class Engine:
             raise QuestionError("the question must be text.")
         question, notices = clean_question(question)
         k, author, history = check_k(k), check_author(author), check_history(history)
+        limit = check_limit(limit)
         llm, retriever = self.llm, self.retriever
         decisions = check_decisions(decision, set(retriever.state.decisions.tolist()) - {""})
         plan = self._plan(question, history, llm, decisions, author, question_filters)
@@ -665,7 +682,11 @@ class Engine:
             yield from answered
             return
         k = len(focus) if focus else k or self.settings.k
-        if intent.type == "count" or not intent.has_topic:  # a count, or "papers by X": as many as can be shown
+        deep = intent.type in ("list", "count") and intent.has_topic and not focus
+        requested = k
+        if deep:  # a topic's list or count: decided paper by paper over a deep pool (`_members_first`)
+            k = self.settings.policy.list_pool
+        elif intent.type == "count" or not intent.has_topic:  # "papers by X": as many as can be shown
             k = max(k, min(MAX_K, self.settings.candidates))
         loaded = time.perf_counter()
         retrieval, lead, filters = self._retrieve(intent, search, k, filters, focus, asked=plan.asked)
@@ -677,6 +698,8 @@ class Engine:
         if plan.rewrite is not None and plan.rewrite.search:  # searched beside the question, fused
             retrieval, lead, filters = self._retrieve(intent, search, k, plan.filters, focus,
                                                       retrieval.query_vector, plan.rewrite.search, plan.asked)
+        if deep:
+            retrieval = self._members_first(retrieval, requested)
         retrieved = time.perf_counter()
         partial = None  # where the notice of a partial index is, to say after answering what may change
         if retriever.stale:
@@ -702,8 +725,9 @@ class Engine:
             answer.timings["rewrite_ms"] = plan.rewrite.ms  # inside retrieve_ms (or before it, for a follow-up)
         said = next((t["content"] for t in reversed(history) if t["role"] == "assistant"), "") if focus else ""
         yield from [Delta(lead + "\n")] if lead else []
+        answer.listed = retrieval.members or 0
         yield from unbracket_quotes(compose(answer, retrieval, self.settings, llm, self.templates, self.checker,
-                                            started, intent, said, plan.standalone), answer)
+                                            started, intent, said, plan.standalone, limit), answer)
         answer.answer = f"{lead}\n{answer.answer}" if lead else answer.answer
         if partial is not None:
             notices[partial] += partial_caveat(answer)
@@ -732,6 +756,8 @@ class Engine:
         translates (`Retrieval.asked`)."""
         params = RetrievalParams.from_settings(self.settings, k=k, decisions=filters.decisions,
                                                author=filters.author, paper_ids=tuple(focus))
+        if k > params.candidates:  # a deep pool (a topic's list): each retriever proposes as many
+            params = replace(params, candidates=k)
 
         def retrieve(params: RetrievalParams, vector: Any) -> Retrieval:
             found = self.retriever.retrieve(search, params, vector, rewrite)
@@ -754,6 +780,27 @@ class Engine:
         kinds = " or ".join(d.removeprefix("Accept (").rstrip(")").lower() for d in params.decisions)
         return (wider, f"No {kinds} paper in the list matches this question. With any decision:",
                 replace(filters, widened=("decisions",)))
+
+    def _members_first(self, retrieval: Retrieval, k: int) -> Retrieval:
+        """A topic's list or count: its hits cut to the papers about the topic (`rag.answering.extractive.members`),
+        in rank order, re-scored as hits of their own (the sentences quoted, the confidence); `members` says how
+        many. When none belongs, or the gate finds the collection does not cover the topic, the nearest `k` papers
+        instead (the answer then quotes the best sentences, or names them as the nearest)."""
+        chosen = members(retrieval, self.settings)
+        outcome = decide(retrieval, self.settings)
+        if not chosen or outcome == "not_covered":  # the nearest `k` papers, as for any question not covered
+            if len(retrieval.hits) > k:
+                retrieval.hits, retrieval.k = retrieval.hits[:k], k
+                self.retriever.annotate(retrieval, self.retriever.state, self.settings.policy)
+            return retrieval
+        pool = len(retrieval.hits)
+        retrieval.hits = [retrieval.hits[i] for i in chosen]
+        retrieval.k = len(chosen)
+        self.retriever.annotate(retrieval, self.retriever.state, self.settings.policy)
+        retrieval.members, retrieval.pool, retrieval.decided = len(chosen), pool, outcome
+        # papers still belonging in the pool's last tenth: the list likely goes on beyond it
+        retrieval.pool_full = pool >= self.settings.policy.list_pool and chosen[-1] >= pool - max(1, pool // 10)
+        return retrieval
 
     def _without_search(self, question: str, intent: Intent, focus: list[str], k: int | None,
                         filters: Filters, notices: list[str], started: float) -> list[Delta | Answer]:

@@ -136,6 +136,8 @@ class AskResult(Noted):
     answer: Text = Field(description="The answer; every claim cites a paper of `citations` as [n].")
     answer_type: Text = Field(description="What the question asked for: explain, list, count, authors, decision, "
                                           "link, compare, related, topics, ...")
+    listed: int = Field(0, description="A list or count: how many papers belong to it (the count); `citations` are "
+                                       "the ones shown (see `limit`). 0 for other answers.")
     outcome: Literal["answered", "unsure", "not_covered"] = Field(
         description='"answered": the cited papers answer the question; "unsure": none clearly answers it, and the '
                     'answer cites the closest papers as such; "not_covered": nothing in the collection is close '
@@ -380,11 +382,15 @@ def _add_search_tools(server: PapersServer, engine: "Engine") -> None:
     def ask(question: Annotated[str, Field(description="The question, as the user asked it (the first "
                                                        f"{MAX_QUESTION_CHARS:,} characters are used).")],
             history: Annotated[list[Turn] | None, Field(None, description="Earlier turns of this conversation, "
-                                                                          "oldest first.")] = None) -> AskResult:
+                                                                          "oldest first.")] = None,
+            limit: Annotated[int | None, Field(None, ge=0, le=1000, description="How many papers of a list or count "
+                                               "to show (default 10; 0: all of them; `listed` says how many "
+                                               "there are).")] = None) -> AskResult:
         turns = [t.model_dump(exclude_none=True) for t in history or []]
         with _one_line(engine):
-            answer = engine.ask(question, history=turns)
+            answer = engine.ask(question, history=turns, limit=limit)
         return AskResult(question=answer.question, answer=answer.answer, answer_type=answer.answer_type,
+                         listed=answer.listed,
                          outcome=answer.outcome or "answered", abstained=answer.abstained, mode=answer.mode,
                          model=answer.model,
                          citations=[_cited(s) for s in answer.citations],

@@ -407,3 +407,13 @@ def test_ask_json_stays_valid_json_when_a_paper_holds_a_url_with_a_secret_like_q
     batch.write_text(json.dumps({"question": records[0]["title"]}) + "\n" + json.dumps({"question": "x" * 3}) + "\n")
     lines = rag("ask", "--json", "--batch", batch, "--data-dir", data, check=True).stdout.splitlines()
     assert len(lines) == 2 and all(isinstance(json.loads(line), dict) for line in lines)
+
+
+def test_ask_shows_a_list_s_first_papers_and_all_of_them_with_all(cli_index):
+    data_dir, _, _ = cli_index
+    question = "What work is there on diffusion models?"
+    whole = json.loads(rag("ask", "--json", "--all", question, "--data-dir", data_dir, check=True).stdout)
+    assert whole["answer_type"] == "list" and whole["listed"] >= 3
+    assert len(whole["citations"]) == whole["listed"] and whole["answer"].startswith(
+        f"{whole['listed']} papers on diffusion models:\n")
+    assert "more (Show more" not in whole["answer"]

@@ -201,6 +201,13 @@ def test_ask_answers_with_citations_follows_up_and_abstains(live, papers, index)
     assert follow["answer_type"] == "authors" and follow["paper_ids"] == [papers[SAE_TITLE].paper_id]
     assert "Max Tegmark" in follow["answer"]
 
+    # A topic's list: `listed` papers belong, the first `limit` of them shown (0: all).
+    whole = data(live.call("ask", {"question": "What work is there on diffusion models?", "limit": 0}))
+    two = data(live.call("ask", {"question": "What work is there on diffusion models?", "limit": 2}))
+    assert whole["answer_type"] == "list" and whole["listed"] == len(whole["citations"]) >= 3
+    assert two["listed"] == whole["listed"] and two["paper_ids"] == whole["paper_ids"][:2]
+    assert f"… and {whole['listed'] - 2} more" in two["answer"]
+
     none = data(live.call("ask", {"question": "What is the best hydration for a sourdough bread starter?"}))
     assert none["abstained"] and none["citations"] == [] and none["nearest"] and none["outcome"] == "not_covered"
     assert "does not appear to cover" in none["answer"]

@@ -32,7 +32,7 @@ import time
 from typing import Callable, Iterator
 
 from rag.config import DEFAULT_POLICY, Settings
-from rag.query.intent import Intent
+from rag.query.intent import Intent, without_glue
 from rag.search.retrieve import Retrieval
 from rag.generation import prompts
 from rag.generation.citations import (Cleaned, EchoedTags, StreamFilter, cited_sentences, clean, finished_part,
@@ -54,11 +54,12 @@ from rag.text import quotes_unbracketed, split_sentences, tokenize
 
 def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatClient | None,
             templates: dict[str, str], checker: Checker, started: float, intent: Intent | None = None,
-            already_said: str = "", standalone: str = "") -> Iterator[Delta | Restart]:
+            already_said: str = "", standalone: str = "", limit: int | None = None) -> Iterator[Delta | Restart]:
     """Fill `answer` (created with its question, sources, type and filters) and yield its text as it is
     written. `already_said`: the previous answer, whose sentences a follow-up about its papers does not repeat.
     `standalone`: a follow-up rewritten to stand alone ("How do they evaluate them?" -> "How are sparse
-    autoencoders evaluated?"), which the LLM is asked instead of the bare follow-up it could not resolve."""
+    autoencoders evaluated?"), which the LLM is asked instead of the bare follow-up it could not resolve. `limit`: how
+    many of a list's papers to show (None: `AnswerPolicy.list_shown`, 0: all)."""
     intent = intent or Intent()
     focused = bool(answer.focus)  # a follow-up answered from the previous answer's papers
     whole_list = not intent.has_topic and bool(answer.filters.decisions or answer.filters.author)
@@ -74,6 +75,8 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     reader = (lambda: _llm_answer(answer, reader_sources(retrieval, answer.sources, settings), llm, templates, checker,
                                   started, standalone, settings.policy.refusal_extra_words)) \
         if llm is not None and not answer.fallback_reason else None
+    if answer.listed:  # a topic's list is the papers decided to belong, every one shown; a reader would pick a few
+        reader = None
     # A follow-up is unsure only when it asks beyond its papers (`_coverage`): the same doubt as `reader_doubt`'s
     doubt = ((BEYOND_DOUBT if focused else reader_doubt(retrieval, settings)) if outcome == "unsure"
              and reader is not None else "")
@@ -106,7 +109,9 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
             if answer.mode == "llm" and answer.outcome == "answered":
                 yield from _quoted(answer, settings.llm_quote, quote, lang)
         if not answer.answer:  # extractive: the default, and the fallback when the LLM failed
-            yield from _extractive_answer(answer, retrieval, settings, intent, whole_list, focused, sides, lang)
+            yield from _extractive_answer(answer, retrieval, settings, intent, whole_list, focused, sides, lang, limit)
+            if answer.listed and llm is not None and not answer.fallback_reason and answer.outcome == "answered":
+                yield from _synthesis(answer, llm, templates, settings, lang)
 
 
 def unbracket_quotes(events: Iterator[Delta | Restart], answer: Answer) -> Iterator[Delta | Restart]:
@@ -266,14 +271,17 @@ def _also_close(answer: Answer, lang: str = "en") -> Iterator[Delta]:
 
 
 def _extractive_answer(answer: Answer, retrieval: Retrieval, settings: Settings, intent: Intent, whole_list: bool,
-                       focused: bool, sides: list[int], lang: str = "en") -> Iterator[Delta]:
+                       focused: bool, sides: list[int], lang: str = "en", limit: int | None = None
+                       ) -> Iterator[Delta]:
     """The extractive answer for the question's type, marked unsure after an LLM's "no answer"."""
     if answer.fallback_reason:
         answer.notices.append(f"The LLM could not answer ({answer.fallback_reason}); "
                               "showing sentences quoted from the abstracts instead.")
     text, cited = extractive(retrieval, settings, answer.sources, answer.answer_type, intent.asked_decision,
                              whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
-                             follow_up=focused, asks=intent.asks, lang=lang)
+                             follow_up=focused, asks=intent.asks, lang=lang, topic=list_topic(intent, lang),
+                             shown=limit, kinds=tuple(answer.filters.decisions)
+                             if answer.listed and "decisions" not in answer.filters.widened else ())
     by_n = {s.n: s for s in answer.sources}
     if answer.llm_no_answer and cited:
         answer.conclude("unsure")
@@ -419,3 +427,42 @@ def _record_usage(answer: Answer, completion: Completion, started: float) -> Non
         answer.usage["completion_chunks"] = completion.chunks  # ≈ tokens on llama.cpp (one a delta)
     if completion.first_token_at is not None:
         answer.timings["ttft_ms"] = round((completion.first_token_at - started) * 1000, 1)
+
+
+def list_topic(intent: Intent, lang: str) -> str:
+    """The topic a list's first line names: the question's words without its list words (`Intent.query`); for a
+    Chinese question, its words without the question glue."""
+    if lang == "zh":
+        return without_glue(intent.query).replace("篇", "").strip()
+    return intent.query
+
+
+SYNTHESIS_ASK = ("What do these papers, found for the question “{question}”, have in common and how do they differ? "
+                 "Answer in two to four sentences and cite each paper you mention.")
+
+
+def _synthesis(answer: Answer, llm: ChatClient, templates: dict[str, str], settings: Settings, lang: str
+               ) -> Iterator[Delta]:
+    """With an LLM, a topic's list gets a few sentences over its shown papers, after the list: the model writes
+    what they share and how they differ, citing them. The list itself is the extractive one, so no listed paper is
+    ever dropped by the model; citations to papers not shown are removed and counted (`fabricated`), and a
+    synthesis that cites none of them is left out. If the model fails, the list stands alone with a notice."""
+    shown = answer.citations
+    messages = [{"role": "system", "content": templates["system"]},
+                {"role": "user", "content": prompts.fill(
+                    templates["answer"], sources=prompts.render_sources(shown),
+                    question=SYNTHESIS_ASK.format(question=answer.question),
+                    language=prompts.answer_language(answer.question))}]
+    try:
+        text = llm.complete(messages, max_tokens=settings.llm_max_tokens, stream=True)
+    except LLMError as exc:
+        answer.notices.append(f"The LLM could not write a summary of the list ({exc}); the list is as found.")
+        return
+    cleaned = clean(" ".join(text.split()), {s.n for s in shown})
+    answer.fabricated += cleaned.fabricated
+    if not cleaned.cited:
+        return
+    added = f"\n\n{say('synthesis', lang)} {cleaned.text.strip()}"
+    answer.answer += added
+    answer.mode, answer.model = "llm", llm.model
+    yield Delta(added)

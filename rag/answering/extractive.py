@@ -77,6 +77,8 @@ def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
     eval/DECISIONS.md, "Not covered only on the evidence")."""
     if not retrieval.hits:
         return "not_covered"
+    if retrieval.decided:  # a topic's list, decided over its whole pool before the pool was cut (`rag.engine`)
+        return retrieval.decided  # type: ignore[return-value]
     weak = retrieval.confidence < settings.abstain_threshold and not retrieval.named_match
     if not abstain.applies(retrieval):
         return "not_covered" if weak else "answered"
@@ -187,14 +189,14 @@ def passage(retrieval: Retrieval, source: Source, settings: Settings, asks: str 
 def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",
                asked_decision: str = "", whole_list: bool = False, single_paper: bool = False,
                compared: list[int] | None = None, follow_up: bool = False, asks: str = "",
-               lang: str = "en") -> tuple[str, list[int]]:
+               lang: str = "en", topic: str = "", shown: int | None = None, kinds: tuple[str, ...] = ()
+               ) -> tuple[str, list[int]]:
     """The answer the records and abstracts give, by question type (`rag.query.intent`), framed in `lang`
     (`rag.answering.wording`). Returns (text, cited numbers).
 
     - authors / decision / link: from the record of the top paper (the one the question names);
-    - list / count / compare: one line per paper that passes the relevance bar (a sentence of its abstract
-      scores at least `abstain_threshold` against the question, a title-only paper its title, and its text holds
-      TOPIC_BAR of the question's topic), the bar stated;
+    - list / count / compare: one line per paper about the topic (`members`), the first `shown` of them, the
+      first line saying how many in plain words;
       `whole_list` (a filter with no topic: "papers by X") lists every paper found; a comparison whose sides were
       found (`compared`: their hit indexes, `rag.answering.compare`) lists those papers;
     - explain: the best sentences of the top papers, grouped by paper in abstract order, each paper's title
@@ -207,7 +209,7 @@ def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], 
             return which_decision(about, asked_decision, lang)
         return "\n".join(record_answer(answer_type, s, asked_decision, lang) for s in about), [s.n for s in about]
     if answer_type in ("list", "count", "compare"):
-        listed = listing(answer_type, retrieval, sources, settings, whole_list, compared, lang)
+        listed = listing(answer_type, retrieval, sources, settings, whole_list, compared, lang, topic, shown, kinds)
         if listed[1]:
             return listed
         # The collection covers the question (the gate let it through) but no single paper passes the bar on its
@@ -216,8 +218,7 @@ def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], 
 
 
 RECORD_TYPES = ("authors", "decision", "link")
-# A listed or counted paper holds TOPIC_BAR of the question's topic and a sentence at SENTENCE_SHARE of the best
-# paper's: `AnswerPolicy.topic_bar` / `sentence_share` (rag/config.py).
+# Which papers a list or count names: `members`, with the numbers of `AnswerPolicy` (rag/config.py).
 MAX_LISTED = 50  # papers a question can ask for, and a count checks at most (`rag.engine.MAX_K`)
 BULLET = "•"
 
@@ -279,69 +280,128 @@ def _pool(retrieval: Retrieval) -> list:
 
 
 def sentence_bar(retrieval: Retrieval, settings: Settings) -> float:
-    """The score a list's paper's best sentence (a title-only paper: its title) must reach: `abstain_threshold`,
-    or SENTENCE_SHARE of the best paper's, whichever is higher."""
+    """The score a listed paper's best sentence (a title-only paper: its title) must reach when the key term is not in
+    its title: `abstain_threshold`, or `member_sentence_share` of the best paper's, whichever is higher."""
     best = max((_relevance(hit) for hit in _pool(retrieval)), default=0.0)
-    return max(settings.abstain_threshold, settings.policy.sentence_share * best)
+    return max(settings.abstain_threshold, settings.policy.member_sentence_share * best)
 
 
-def passes_bar(retrieval: Retrieval, settings: Settings, whole_list: bool = False) -> list[int]:
-    """The hits (indexes) a list or count names: those whose best sentence reaches `sentence_bar` and whose text
-    holds at least TOPIC_BAR of the share of the question's topic that the best-covered of them holds (a long,
-    descriptive question's words are never all in one abstract). A title-only paper, whose title is all it shows,
-    holds TITLE_TOPIC_BAR of it: "Which papers study oversmoothing in graph neural networks?" listed two titles
-    saying only "Graph Neural Networks" (half the topic's weight) at 3,706 papers."""
+def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) -> list[int]:
+    """The hits (indexes, in rank order) a list or count names: the papers ABOUT the topic, not merely near it.
+
+    A paper belongs when its title holds every distinctive word of the topic (`Hit.title_topic`: "diffusion" of
+    "diffusion models"); or the topic's key term (`Hit.key_in_title`: its rarest word, such as "unlearning" or
+    "KV") and its best sentence scores `key_sentence_share` of the best paper's; or its first two sentences hold
+    the key term and its best sentence reaches `sentence_bar`; or when the fused search ranks
+    it close to the best paper (`member_score_share` of its fused score) and its best sentence reaches
+    `sentence_bar`. All but the first also need their text to hold `topic_bar` of the topic the best-covered paper
+    holds (a title-only paper, whose title is all it shows, `title_topic_bar`). The cuts are relative to the best
+    paper of the pool, for a filtered list ("orals on X") of the same search without filters
+    (`Retrieval.reference`), whose ranks it is scored by: ranked among orals alone, a docking oral whose title
+    says "Unbalanced" was near the top of "orals on optimal transport". The
+    numbers and the sets that chose them: `AnswerPolicy` (rag/config.py). `whole_list` (a filter with no topic:
+    "papers by X") names every hit."""
     if whole_list:
         return list(range(len(retrieval.hits)))
-    cutoff = sentence_bar(retrieval, settings)
     policy = settings.policy
-    near = [i for i, hit in enumerate(retrieval.hits)
-            if _relevance(hit) >= cutoff or hit.title_topic]
-    best = max((hit.topical for hit in _pool(retrieval) if _relevance(hit) >= cutoff), default=0.0)
-    return [i for i in near if retrieval.hits[i].topical >= best * (
-        policy.topic_bar if retrieval.hits[i].paper.has_abstract else policy.title_topic_bar)]
+    pool = _pool(retrieval)
+    best = max((_relevance(hit) for hit in pool), default=0.0)
+    # A filtered list's fused scores are ranks among the filter's papers alone: a paper is scored as the search
+    # without filters ranks it (0 beyond its pool), against that search's best.
+    unfiltered = ({hit.paper.paper_id: hit.score for hit in retrieval.reference.hits}
+                  if retrieval.reference is not None else None)
+    best_score = max((hit.score for hit in (retrieval.reference or retrieval).hits), default=0.0)
+    cutoff = sentence_bar(retrieval, settings)
+    titled = policy.key_sentence_share * best  # a title naming the topic is the surest sign: no absolute bar
+    covered = max((hit.topical for hit in pool if _relevance(hit) >= cutoff), default=0.0)
+
+    def holds_topic(hit) -> bool:
+        return hit.topical >= covered * (policy.topic_bar if hit.paper.has_abstract else policy.title_topic_bar)
+
+    return [i for i, hit in enumerate(retrieval.hits)
+            if hit.title_topic
+            or (hit.key_in_title and _relevance(hit) >= titled and holds_topic(hit))
+            or (hit.key_in_lead and _relevance(hit) >= cutoff and holds_topic(hit))
+            or ((hit.score if unfiltered is None else unfiltered.get(hit.paper.paper_id, 0.0))
+                >= policy.member_score_share * best_score and _relevance(hit) >= cutoff and holds_topic(hit))]
+
+
+passes_bar = members  # the engine's name for it where a filter is widened (`rag.engine.Engine._retrieve`)
+
+_VERB = re.compile(r"^(?:use|uses|using|study|studies|propose|proposes|reduce|reduces|improve|improves|learn|learns|"
+                   r"generate|generates|evaluate|evaluates|benchmark|benchmarks|compress|compresses|attack|attacks|"
+                   r"address|addresses|tackle|tackles|train|trains|build|builds|detect|detects|apply|applies|handle|"
+                   r"handles|deal|deals|look|looks|locate|measure|make|makes|do|does|are|is|have|has|can|show|shows|"
+                   r"combine|combines|explore|explores|analy[sz]e|analy[sz]es|introduce|introduces)\b", re.I)
+
+
+def kinds_named(decisions: tuple[str, ...], n: int, lang: str = "en") -> str:
+    """A filtered list's papers as its first line names them: "orals", "oral or spotlight papers"; "" unfiltered."""
+    names = [kind_name(_decision_kind(d), lang) for d in decisions if _decision_kind(d)]
+    if not names or lang == "zh":
+        return ""
+    if len(names) == 1:
+        return names[0] + ("s" if n != 1 else "")
+    return " or ".join(names) + (" papers" if n != 1 else " paper")
+
+
+def topic_phrase(topic: str, lang: str = "en") -> str:
+    """How a list's first line names its topic: "on KV cache compression", "that reduce the memory of ..."."""
+    topic = " ".join(topic.split()).strip(" ?.!,;:？。")
+    if lang == "zh":
+        return f"“{topic}”" if topic else ""
+    if not topic:
+        return ""
+    return f" that {topic}" if _VERB.match(topic) else f" on {topic}"
 
 
 def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], settings: Settings,
-            whole_list: bool = False, compared: list[int] | None = None, lang: str = "en") -> tuple[str, list[int]]:
-    """One line per paper that passes the relevance bar: "• Title: its best sentence [n]." ("• Title [n]" for a
-    count); for a comparison, the papers its sides name (`compared`) if found. Empty when none passes."""
-    bar = sentence_bar(retrieval, settings)
-    indexes = passes_bar(retrieval, settings, whole_list)
+            whole_list: bool = False, compared: list[int] | None = None, lang: str = "en", topic: str = "",
+            shown: int | None = None, kinds: tuple[str, ...] = ()) -> tuple[str, list[int]]:
+    """One line per paper of the list: "• Title: the sentence that shows it belongs [n]." ("• Title [n] (oral)" for
+    a count), the first `shown` of them (None: `list_shown`; 0: all) and then how many more there are; for a
+    comparison, the papers its sides name (`compared`) if found. The first line says what was found in plain words
+    ("8 papers on KV cache compression:", "12 papers on X, 3 of them orals:"). Empty when no paper belongs."""
+    if retrieval.members is not None:  # decided by the engine over the deep pool, the members first
+        indexes = list(range(retrieval.members))
+    else:
+        indexes = members(retrieval, settings, whole_list)
     passing = [sources[i] for i in indexes]
-    checked = len(retrieval.hits)
-    # Papers still passing among the last fifth of those checked, when as many were checked as asked for: the
-    # list goes on beyond them, so a count is a lower bound.
-    more = (not whole_list and checked >= retrieval.k and bool(indexes)
-            and indexes[-1] >= checked - max(1, checked // 5))
     if answer_type == "compare":
         passing = [sources[i] for i in compared] if compared else passing[:3]
     if not passing:
         return "", []
+    n = len(passing)
+    limit = settings.policy.list_shown if shown is None else shown
+    visible = passing if answer_type == "compare" or not limit else passing[:limit]
     lines = []
-    for s in passing:
+    for s in visible:
+        kind = _decision_kind(s.decision)
         if answer_type == "count":
-            lines.append(f"{BULLET} {s.title} [{s.n}]")
+            lines.append(f"{BULLET} {s.title} [{s.n}]" + (f" ({kind_name(kind, lang)})" if kind else ""))
         elif s.has_abstract and s.snippet:
             lines.append(f"{BULLET} {s.title}: {_cite(s.snippet, s.n)}")
         else:
             lines.append(f"{BULLET} {s.title} [{s.n}] {say('title_only', lang)}")
-    n = len(passing)
-    papers, each = ("paper", "it has") if n == 1 else ("papers", "each has")
-    words = dict(n=n, papers=papers, each=each, verb="matches" if n == 1 else "match",
-                 bar=say("bar", lang, bar=bar, share=settings.policy.topic_bar))
-    if whole_list:
-        head = say("found", lang, **words)
-    elif answer_type == "count":
-        head = say("count", lang, **words, at_least=say("at_least", lang) if more else "", checked=checked)
-    elif answer_type == "compare":
+    papers = "paper" if n == 1 else "papers"
+    if answer_type == "compare":
         head = say("side_by_side", lang)
+    elif whole_list:
+        head = say("found", lang, n=n, papers=papers)
     else:
-        head = say("match", lang, **words)
+        head = say("on_topic", lang, n=n, papers=kinds_named(kinds, n, lang) or papers,
+                   topic=topic_phrase(topic, lang))
+        orals = sum(_decision_kind(s.decision) == "oral" for s in passing)
+        if answer_type == "count" and orals and orals < n and not kinds:
+            head = head.rstrip(":：") + say("of_them", lang, k=orals, kinds=kind_name("oral", lang)
+                                           + ("s" if orals != 1 and lang == "en" else ""))
     lines = [head] + lines
-    if more and answer_type != "compare":
-        lines.append(say("more_narrower" if checked >= MAX_LISTED else "more_ask", lang, checked=checked))
-    return "\n".join(lines), [s.n for s in passing]
+    if len(visible) < n:
+        lines.append(say("more_shown", lang, more=n - len(visible)))
+    if (answer_type != "compare" and not whole_list and retrieval.members is not None
+            and retrieval.pool_full):
+        lines.append(say("more_narrower", lang, checked=retrieval.pool))
+    return "\n".join(lines), [s.n for s in visible]
 
 
 def explain(retrieval: Retrieval, sources: list[Source], settings: Settings, single_paper: bool = False,

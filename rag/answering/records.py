@@ -73,6 +73,9 @@ class Answer:
     focus: list[str] = field(default_factory=list)  # a follow-up answered from these papers of the previous answer
     policy: str = ""  # short hash of the answer policy that answered (`Settings.policy_hash`)
     outcome: Outcome | None = None  # None at construction: derived from `abstained` (`conclude` sets both)
+    # A topic's list or count: how many papers belong to it (the count, by decision: `extractive.members`);
+    # `sources` are those papers, `citations` the ones the answer shows (all of them with `limit` 0). 0: not a list.
+    listed: int = 0
 
     def __post_init__(self) -> None:
         if self.outcome is None:

@@ -29,23 +29,18 @@ PHRASES: dict[str, tuple[str, str]] = {
     "quoted": ("In the paper's words:", "论文原文："),
     "also_close": ("Also close to the question:", "与问题同样接近的还有："),
     "title_only": ("(title only: the list has no abstract for it)", "（只有标题：列表中没有它的摘要）"),
-    "bar": ("a sentence scoring at least {bar:.2f} against the question, or the topic in its title, and {share:.0%} of "
-            "the key terms the best match has",
-            "有一句与问题的相似度至少为 {bar:.2f}或标题含有问题的主题，并含有最佳匹配所含关键词的 {share:.0%}"),
     "found": ("{n} {papers} found:", "找到 {n} 篇论文："),
-    "count": ("{at_least}{n} {papers} in the list {verb} this question ({each} {bar}; checked: the {checked} "
-              "best-ranked papers):",
-              "列表中{at_least}有 {n} 篇论文符合这个问题（每篇都{bar}；已检查排名最前的 {checked} 篇）："),
+    "synthesis": ("In short (written by the LLM from the papers listed):", "概括（LLM 根据上面列出的论文所写）："),
+    "on_topic": ("{n} {papers}{topic}:", "关于{topic}的论文有 {n} 篇："),
+    "of_them": (", {k} of them {kinds}:", "，其中 {k} 篇是{kinds}："),
+    "more_shown": ("… and {more} more (Show more on the page, `rag ask --all`, or `limit` in the API).",
+                   "……还有 {more} 篇（页面上点“Show more”，或 `rag ask --all`，或 API 的 `limit`）。"),
     "at_least": ("At least ", "至少"),
     "side_by_side": ("Side by side, each paper's sentence closest to the question:",
                      "逐篇对照，每篇论文中与问题最接近的句子："),
-    "match": ("{n} {papers} {verb} ({each} {bar}), with the sentence closest to it:",
-              "{n} 篇论文符合（每篇都{bar}），附上与问题最接近的句子："),
-    "more_narrower": ("(Papers ranked near the {checked}th checked still pass the bar, so there are likely more: ask "
-                      "about a narrower topic.)",
-                      "（排名接近第 {checked} 篇的论文仍然达标，可能还有更多：请把主题问得更窄一些。）"),
-    "more_ask": ("(Papers ranked near the {checked}th checked still pass the bar, so there are likely more: ask for "
-                 "more papers.)", "（排名接近第 {checked} 篇的论文仍然达标，可能还有更多：可以要求列出更多论文。）"),
+    "more_narrower": ("(Papers ranked near the {checked}th of those checked still belong, so there are likely more: "
+                      "ask about a narrower topic.)",
+                      "（排名接近第 {checked} 篇的论文仍然符合，可能还有更多：请把主题问得更窄一些。）"),
     "no_authors": ("The list gives no authors for {title}.", "列表中没有 {title} 的作者。"),
     "authors": ("{title} is by {names} (the list gives the authors in no particular order).",
                 "{title} 的作者是 {names}（列表中的作者不分先后）。"),

@@ -68,6 +68,8 @@ CONFIGS: dict[str, dict[str, Any]] = {  # name -> settings overrides; "hybrid" i
 }
 METRICS = ["hit@1", "hit@5", "mrr", "ndcg@10", "multi_recall@10", "abstention_on_none", "false_refusal",
            "cited_gold", "cite_precision", "fabricated", "answer_facts", "ms_p50", "ms_p95"]
+# Lists and counts of a topic (`list_scores`), beside the top 10 of the same search taken as the list.
+LIST_METRICS = ["list_recall", "list_precision", "topk_recall", "topk_precision", "count_exact", "count_within_one"]
 
 
 class QuestionSetError(RagError, ValueError):
@@ -119,7 +121,8 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
             history = [{"role": "user", "content": q["turns"][0]},
                        {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids}]
         started = time.perf_counter()
-        answer = engine.ask(q["question"], history=history, k=k)
+        topic = q["kind"] == "multi" and q.get("type") in ("list", "count")
+        answer = engine.ask(q["question"], history=history, k=k, limit=0 if topic else None)  # the whole list
         ms = (time.perf_counter() - started) * 1000
         ranks = [next((s.n for s in answer.sources if matches(gold, s.paper_id, s.text)), None)
                  for gold in q.get("gold", [])]
@@ -142,6 +145,7 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
             "cited_gold": any(matches(g, s.paper_id, s.text) for g in q.get("gold", []) for s in answer.citations),
             "fabricated": answer.fabricated, "ms": round(ms, 1),
             "facts": (sum(f.lower() in text for f in facts) / len(facts)) if facts else None,
+            **(list_scores(engine, q, answer, k) if topic else {}),
             "fallback_reason": answer.fallback_reason, "llm_no_answer": answer.llm_no_answer,
             "unsupported": len(answer.unsupported),
             "cited_sentences": sum(1 for _, c in cited_sentences(answer.answer) if c) if answer.mode == "llm" else 0,
@@ -151,6 +155,30 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
     sets = list(dict.fromkeys(r["set"] for r in rows))
     by_set = {name: summarize([r for r in rows if r["set"] == name]) for name in sets} if len(sets) > 1 else {}
     return {"rows": rows, "summary": summarize(rows), "by_set": by_set, "by_type": by_type(rows)}
+
+
+def list_scores(engine: Any, q: dict, answer: Any, k: int = K) -> dict[str, Any]:
+    """A list or count question (kind "multi", type "list" or "count"; its gold is every paper on the topic, its
+    `relevant` the papers judged on topic besides): the share of the gold the answer's list names (`list_recall`),
+    the share of the listed papers that are gold or relevant (`list_precision`), whether a count is exact (the
+    number of papers it names lies between the gold's and the gold's plus the relevant's) or within one, and the
+    textbook baseline beside it: the top `k` papers of this configuration's search taken as the list."""
+    gold, relevant = set(q.get("gold") or []), set(q.get("relevant") or [])
+    listed = [c.paper_id for c in answer.citations]
+
+    def scores(ids: list[str]) -> tuple[float | None, float | None]:
+        recall = len(set(ids) & gold) / len(gold) if gold else None
+        precision = len(set(ids) & (gold | relevant)) / len(ids) if ids else (0.0 if gold else None)
+        return recall, precision
+
+    recall, precision = scores(listed)
+    top = [source.paper_id for source in engine.search(q["question"], k=k).sources]
+    top_recall, top_precision = scores(top)
+    n, low, high = len(listed), len(gold), len(gold | relevant)
+    return {"list_recall": recall, "list_precision": precision, "topk_recall": top_recall,
+            "topk_precision": top_precision,
+            "count_exact": (low <= n <= high) if q.get("type") == "count" else None,
+            "count_within_one": (low - 1 <= n <= high + 1) if q.get("type") == "count" else None}
 
 
 def related_recall(engine: Any, questions: list[dict], ks: tuple[int, ...] = (5, 10)) -> dict[str, Any]:
@@ -199,6 +227,7 @@ def summarize(rows: list[dict]) -> dict:
         "fabricated": sum(r["fabricated"] for r in rows),
         "answer_facts": mean(r["facts"] for r in answerable if r["facts"] is not None),
         "cite_precision": mean(r["cite_precision"] for r in answerable if r.get("cite_precision") is not None),
+        **{name: mean(r[name] for r in rows if r.get(name) is not None) for name in LIST_METRICS},
         "ms_p50": round(statistics.median(ms), 1) if ms else None,
         "ms_p95": round(ms[int(0.95 * (len(ms) - 1))], 1) if ms else None,
         **outcome_shares(answerable, none),
@@ -329,6 +358,24 @@ class Report:
                              + " | ".join(_cell(summary.get(m)) for m in OUTCOME_METRICS) + " |")
         return "\n".join(lines) + "\n\n"
 
+    def list_table(self) -> str:
+        """Per set, for each configuration: the lists and counts of a topic (`list_scores`): the share of the gold
+        listed and of the listed on topic, counts exact and within one, and the top 10 of the same search taken as
+        the list (the textbook baseline). Empty when no question is a list or count."""
+        first = next(iter(self.results.values()), {})
+        if first.get("summary", {}).get("list_recall") is None:
+            return ""
+        sets = list(first.get("by_set") or {})
+        lead = "| set | config | " if sets else "| config | "
+        lines = ["Lists and counts (list_* the answer's whole list; topk_* the search's top 10 as the list):", "",
+                 lead + " | ".join(LIST_METRICS) + " |", "|" + "---|" * (len(LIST_METRICS) + 1 + bool(sets))]
+        for set_name in [*sets, "all"] if sets else [None]:
+            for name, result in self.results.items():
+                summary = result["by_set"][set_name] if set_name in sets else result["summary"]
+                lines.append(("" if set_name is None else f"| {set_name} ") + f"| {name} | "
+                             + " | ".join(_cell(summary.get(m)) for m in LIST_METRICS) + " |")
+        return "\n".join(lines) + "\n\n"
+
     def llm_table(self) -> str:
         """For a run with an LLM: per set, the LLM columns of each configuration (the LLM one and the same run's
         extractive one); the fallback reasons counted below. Empty for an extractive run."""
@@ -378,6 +425,7 @@ class Report:
                                  ensure_ascii=False), encoding="utf-8")
         meta = "\n".join(f"- {key}: {value}" for key, value in self.meta.items())
         md.write_text(f"# Evaluation: {self.name}\n\n{meta}\n\n{self.table()}\n\n{self.outcome_table()}"
+                      f"{self.list_table()}"
                       f"{self.llm_table()}{self.type_table()}"
                       "hit@k, MRR and nDCG@10 over questions with one gold paper (single + follow-up); "
                       "multi_recall@10 over multi-paper questions; abstention_on_none over unanswerable questions; "

@@ -32,6 +32,34 @@ _PAPERS = r"(?:papers|works|articles|studies|publications)"
 # What the rest of the question names: "the paper about X", "the work on X", "X".
 _ABOUT = rf"(?:(?:the|a|that|this)\s+)?(?:{_PAPER}\s+)?(?:(?:about|on|called|titled|named|that|which|proposing)\s+)?"
 
+# The openings that ask what work there is on a topic, in words other than "which papers": each is left out of the
+# search (`_read`), as the list words of `_LIST_LEAD` are.
+_RESEARCH = r"(?:papers?|works?|research|studies|publications|articles|literature|progress|advances|developments)"
+_TOPIC_LEADS = (
+    rf"what\s+(?:\w+\s+)?{_RESEARCH}\s+(?:is|are|has|have|exists?)\s+(?:there\s+|been\s+(?:done|published)\s+)?"
+    r"(?:(?:at|in)\s+iclr\s+(?:2025\s+)?)?(?:on|about|in|for|regarding|into)\s+",
+    rf"what\s+(?:\w+\s+)?{_RESEARCH}\s+exists?\s+(?:on|about|in|for)\s+",
+    rf"what\s+are\s+(?:the|some)\s+(?:\w+\s+)?{_RESEARCH}\s+(?:on|about|in|for|that|using)\s+",
+    r"what\s+has\s+been\s+(?:done|published|proposed)\s+(?:on|about|in|for)\s+",
+    r"what(?:'s|’s|\s+is|\s+are)\s+(?:(?:the|some)\s+)?(?:new|recent|latest|the\s+latest|state\s+of\s+the\s+art)"
+    rf"(?:\s+{_RESEARCH}|\s+(?:work|ideas|trends|results))?\s+(?:on|about|in|for|with|regarding)\s+",
+    rf"what\s+are\s+(?:the\s+)?(?:recent|latest|current|new|main)\s+(?:{_RESEARCH}|trends|ideas|directions|"
+    r"approaches|methods)\s+(?:on|about|in|for|regarding)\s+",
+    r"how\s+(?:do|did|are|have)\s+(?:(?:recent|current|existing|new|the|iclr)\s+){0,2}(?:2025\s+)?"
+    rf"(?:{_RESEARCH}|orals|spotlights|posters)\s+(?!differ\b|compare\b)",
+    rf"(?:any|some)\s+(?:\w+\s+)?{_RESEARCH}\s+(?:on|about|using|for|that)\s+",
+    rf"(?:show|tell|give)\s+me\s+(?:about\s+|an?\s+overview\s+of\s+)?(?:the\s+|some\s+)?(?:\w+\s+)?{_RESEARCH}\s+"
+    r"(?:on|about|using|for|that|in)\s+",
+    rf"(?:an?\s+)?overview\s+of\s+(?:the\s+)?(?:{_RESEARCH}\s+(?:on|about|in)\s+)?",
+    r"(?:recent\s+)?(?:research|work|studies|literature)\s+(?:on|about|into)\s+",
+)
+# A question that is only a topic ("post-training quantization of LLMs", "benchmarks for visual math reasoning"):
+# no question word, no verb of its own, at most eight words, no coined name (a name alone asks about its paper).
+_BARE_TOPIC = re.compile(r"^(?!(?:what|which|who|whom|whose|why|how|when|where|is|are|was|were|do|does|did|can|"
+                         r"could|should|would|will|has|have|had|tell|explain|describe|summari[sz]e|give|show)\b)"
+                         r"[a-z][\w-]*(?:\s+[\w-]+){1,7}$", re.I)
+_TOPIC_LEAD = re.compile(r"^(?:" + "|".join(_TOPIC_LEADS) + r")", re.I)
+
 _TYPE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     # "Who are the authors?" after an answer (a follow-up about its paper): "who are the authors of" alone was read
     ("authors", re.compile(r"^who\s+(?:are|were|is|was)\s+(?:the|its|their)\s+authors?\b(?:\s+of\b)?\s*", re.I)),
@@ -76,6 +104,10 @@ _TYPE_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         rf"(?:all\s+)?(?:the\s+)?(?:\w+\s+)?(?:{_PAPER}|orals|spotlights|posters)|are\s+there\s+(?:any\s+)?"
         rf"(?:\w+\s+)?(?:{_PAPER}|orals|spotlights|posters)|"
         rf"(?:papers|works|orals|spotlights|posters)(?:\s+(?:on|about|using|that|for)\b|\s*$))", re.I)),
+    # A topic asked in other words ("What work is there on X?", "What's new in X?", "I'm looking for papers on X",
+    # "How do recent papers handle X?", "Show me research on X", a bare "post-training quantization of LLMs"): a
+    # list too (`_TOPIC_LEAD`). Before, 6 of 15 such questions were answered as one paper.
+    ("list", re.compile(r"^(?:" + "|".join(_TOPIC_LEADS) + r")", re.I)),
 ]
 # The words of a list question that only say "a list, please": left out of the search, like "who wrote".
 _LIST_LEAD = re.compile(
@@ -90,7 +122,11 @@ _ZH_TYPES = [("authors", re.compile(r"作者|谁写")), ("link", re.compile(r"�
              # "A和B有什么区别？", "比较A和B": not 对比学习 (contrastive learning), nor a description's
              # "与人脑…做对齐比较".
              ("compare", re.compile(r"^(?:请)?(?:比较|对比(?!学习))|(?:和|与|跟).{1,40}?(?:区别|差异|不同之处)")),
-             ("list", re.compile(r"哪些|有什么|列出|列举"))]  # 有没有 ("is there ..."): explain, as above
+             # "我在找关于X的论文" (I'm looking for papers on X), "X的相关工作", "X的最新进展", "X的研究现状": a topic's
+             # papers, as "What work is there on X?".
+             ("list", re.compile(r"哪些|有什么|列出|列举|我(?:在|想|正在)?(?:找|寻找|查找|搜索)|"
+                                 r"相关(?:的)?(?:工作|研究|论文)|(?:新|最新|研究)进展|研究现状|综述"))]
+# 有没有 ("is there ..."), with nothing else of these, is explain, as above.
 
 _DECISION_TYPE = re.compile(
     rf"^(?:(?:is|was)\s+(?P<subject>.+?)\s+(?:accepted\s+as\s+)?(?:an?\s+)?(?P<asked>oral|spotlight|poster)"
@@ -201,8 +237,8 @@ _QUOTES = "\"'“”‘’«»「」"
 # Greetings and requests around a question ("Hey, which papers ...?", "Can you please list ...", "I want papers
 # about ..."): left out before the type is read, else the patterns above, anchored at the question's start, miss it.
 _POLITE = re.compile(r"^(?:(?:hey|hi|hello|ok|okay|so|well|please|pls|thanks)[\s,!.:;]+|(?:can|could|would|will)\s+"
-                     r"you\s+(?:please\s+)?|i\s*(?:want|need|would\s+like|'d\s+like|am\s+looking\s+for|'m\s+"
-                     r"looking\s+for)\s+(?:to\s+(?:see|find|read|know(?:\s+about)?)\s+)?)+", re.I)
+                     r"you\s+(?:please\s+)?|i\s*(?:want|need|would\s+like|['’]d\s+like|(?:am|['’]m)\s+(?:looking|searching)\s+"
+                     r"for|(?:am|['’]m)\s+interested\s+in)\s+(?:to\s+(?:see|find|read|know(?:\s+about)?)\s+)?)+", re.I)
 
 
 _FEWEST = re.compile(r"\b(?:fewest|least|smallest|lowest|fewer)\b", re.I)
@@ -230,6 +266,9 @@ def _without_glue(text: str) -> str:
     for word in sorted(zh.GLUE, key=len, reverse=True):
         text = text.replace(word, "")
     return re.sub(r"[有的是吗呢了么和与及在]", "", text)
+
+
+without_glue = _without_glue  # a Chinese topic as a list's first line names it (`rag.answering.compose`)
 
 
 def _read(question: str, known_author: Callable[[str], bool]) -> dict:
@@ -280,8 +319,11 @@ def _read(question: str, known_author: Callable[[str], bool]) -> dict:
                 if name in ("authors", "link", "count") and pattern.pattern.startswith("^"):
                     text = text[found.end():]
                 elif name == "list":
-                    text = _LIST_LEAD.sub("", text)
+                    text = _LIST_LEAD.sub("", _TOPIC_LEAD.sub("", text))
                 break
+        else:
+            if _BARE_TOPIC.match(text) and not re.search(r"[a-z][A-Z]", text):  # no coined name (CatVTON)
+                out["type"] = "list"
         if out["type"] == "compare":
             out["sides"] = tuple(comparison_sides(text))
         if out["author"] and out["type"] == "explain":

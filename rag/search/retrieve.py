@@ -68,7 +68,7 @@ from rag.store.lock import StoreBusyError
 from rag.store.mpnet_vectors import PaperVectors
 from rag.store.snapshot import Dense
 from rag.text import is_boilerplate, plain, split_sentences, tokenize, visible
-from rag.search.topical import coverage, names_all, topic_groups
+from rag.search.topical import coverage, key_term, names_all, topic_groups
 
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 BOILERPLATE_PENALTY = 0.3  # "Code is available at https://..." (`rag.text.is_boilerplate`) answers no question
@@ -92,6 +92,8 @@ class Hit:
     snippet_score: float = 0.0  # the snippet's score (cosine + term bonus): the relevance bar of list answers
     topical: float = 1.0  # share of the question's topic (IDF-weighted, rag.search.topical) in its title + abstract
     title_topic: bool = False  # its title holds every distinctive word of the question's topic (`topical.names_all`)
+    key_in_title: bool = False  # its title holds the topic's key term (`topical.key_term`), a list's sign of "about"
+    key_in_lead: bool = False  # ... or its first two sentences do (where an abstract says what the paper is about)
 
 
 @dataclass
@@ -113,6 +115,14 @@ class Retrieval:
     # The question as asked when `question` is its English search terms (a Chinese question, `rag.query.zh`): the
     # gate reads its form from it (`rag.answering.abstain.form_features`), which the terms no longer have.
     asked: str = ""
+    # A list or count decided over a deep pool (`rag.engine`): its first `members` hits belong to it (None: not
+    # decided that way), out of the `pool` papers checked; `pool_full`: papers near the pool's end still belonged.
+    members: int | None = None
+    pool: int = 0
+    pool_full: bool = False
+    # The outcome the gate gave the whole pool before it was cut to its members (`rag.answering.extractive.decide`
+    # returns it): the cut changes the margins the gate reads, not whether the collection covers the topic.
+    decided: str = ""
 
     @property
     def confidence(self) -> float:
@@ -538,14 +548,19 @@ class HybridRetriever:
             retrieval.scored.setdefault(s.paper_index, []).append(s)
         groups = topic_groups(retrieval.question)
         titles = tokenize([hit.paper.title for hit in hits]) if hits else []
+        key = key_term(groups, state.stem_df, len(state.papers), policy.key_term_share)
+        leads = tokenize([" ".join(split_sentences(hit.paper.abstract)[:2]) for hit in hits]) if key and hits else []
         for i, hit in enumerate(hits):
-            best = next((s for s in scored if s.paper_index == i), None)
+            mine = retrieval.scored.get(i)
+            best = mine[0] if mine else None
             hit.snippet = best.text if best else hit.paper.abstract[:300]
             hit.snippet_score = best.score if best else 0.0
             position = state.position.get(hit.paper.paper_id)
             if position is not None and position < len(state.terms):
                 hit.topical = coverage(groups, state.terms[position], state.stem_df, len(state.papers))
                 hit.title_topic = names_all(groups, titles[i], state.stem_df, len(state.papers), policy.common_share)
+            hit.key_in_title = bool(key & set(titles[i]))
+            hit.key_in_lead = hit.key_in_title or bool(leads and key & set(leads[i]))
         if answering:
             retrieval.named_match = self._named_match(retrieval.question, hits[answering[0]].paper, state,
                                                       policy.rare_limit(len(state.papers)))

@@ -76,3 +76,14 @@ def names_all(groups: list[frozenset[str]], terms: Iterable[str] | set[str], df:
     have = terms if isinstance(terms, (set, frozenset)) else set(terms)
     distinctive = [g for g in groups if 0 < max(df.get(t, 0) for t in g) < common * corpus_size]
     return bool(distinctive) and all(have & g for g in distinctive)
+
+
+def key_term(groups: list[frozenset[str]], df: Mapping[str, int], corpus_size: int, share: float) -> frozenset[str]:
+    """The topic's key term: its rarest group of terms ("unlearn" of "machine unlearning", "kv" of "reduce the memory of
+    the KV cache"), if at most `share` of the papers contain it; empty when every word is common. A paper whose title
+    holds it is about the topic far more often than one that is only near it (`rag.answering.extractive.members`)."""
+    found = [(max(df.get(t, 0) for t in g), sorted(g), g) for g in groups if max(df.get(t, 0) for t in g) > 0]
+    if not found:
+        return frozenset()
+    rarest = min(found)
+    return rarest[2] if rarest[0] <= share * corpus_size else frozenset()

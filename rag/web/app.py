@@ -248,7 +248,7 @@ class ChatApp:
         try:
             for event in self.menu.engine_for(model).stream(
                     message, history=turns, k=check_k(k), decision=decisions or None, author=author or None,
-                    question_filters=question_filters):
+                    question_filters=question_filters, limit=0):  # a list whole: the page folds it (Show more)
                 if isinstance(event, Delta):
                     text += event.text
                     history[-1] = {"role": "assistant", "content": inert(text)}
@@ -427,15 +427,16 @@ class ChatApp:
         return ""
 
     def ask_api(self, question: str, history: list[dict] | None = None, k: int = 5,
-                decisions: list[str] | None = None, author: str = "") -> dict:
+                decisions: list[str] | None = None, author: str = "", limit: int | None = None) -> dict:
         """Answer a question from the indexed abstracts. history: [{"role": "user"|"assistant", "content": ...,
         "paper_ids": [...] (optional: the papers that answer cited)}]; k: papers to retrieve (1-50); decisions:
         e.g. ["Accept (Oral)"] or ["oral"]; author: part of a name. Filters written in the question ("orals on
-        X", "papers by Y") apply when these are not given. Returns the Answer as JSON: answer, answer_type,
-        filters, mode, abstained, citations, sources, timings."""
+        X", "papers by Y") apply when these are not given. limit: how many papers of a list or count the answer
+        shows (default 10; 0: all; `listed` says how many there are). Returns the Answer as JSON: answer,
+        answer_type, listed, filters, mode, abstained, citations, sources, timings."""
         try:
             return self.engine.ask(question, history=history, k=k, decision=decisions or None,
-                                   author=author or None).to_dict()
+                                   author=author or None, limit=limit).to_dict()
         except Exception as exc:
             raise gr.Error(public_message(exc, self.settings), print_exception=False) from None
 

@@ -63,6 +63,7 @@ SERVER_WORDS: dict[str, tuple[str, str]] = {
     "by_author": ("by {author}", "作者 {author}"),
     "focus_one": ("within the previous answer's paper", "在上一个回答的论文之内"),
     "focus_many": ("within the previous answer's {n} papers", "在上一个回答的 {n} 篇论文之内"),
+    "list_more": ("Show {n} more papers", "再显示 {n} 篇论文"),
     "show_more": ("Show {n} more sources ({first}–{last} of {total})",
                   "再显示 {n} 个来源（第 {first}–{last} 个，共 {total} 个）"),
     "related": ("Related ({n})", "相关论文（{n}）"),

@@ -17,6 +17,7 @@ import html
 import re
 
 from rag.answering.wording import KINDS_ZH, say
+from rag.config import DEFAULT_POLICY
 from rag.generation.cost import money
 from rag.text import BIDI_CONTROLS, first_sentence, link_label, readable, split_sentences, strip_bidi, tokenize
 from rag.web.i18n import words
@@ -300,6 +301,24 @@ def _without_outcome_line(answer: dict) -> dict:
     return answer
 
 
+#: Papers of a topic's list shown at first on the page; the rest behind "Show N more" (the page asks for all of them).
+LIST_SHOWN = DEFAULT_POLICY.list_shown
+
+
+def _list_shown(text: str, answer: dict, lang: str = "en") -> str:
+    """A topic's list (`listed` papers, every one in the text: the page asks with limit 0) with its first LIST_SHOWN
+    lines shown and the others one click away, behind a "Show N more" <details>."""
+    lines = text.split("\n")
+    items = [i for i, line in enumerate(lines) if line.startswith("• ")]
+    if not answer.get("listed") or len(items) <= LIST_SHOWN:
+        return text
+    first, last = items[LIST_SHOWN], items[-1]
+    hidden = "<br>".join(lines[first:last + 1])
+    more = (f'<details class="list-more"><summary>{words("list_more", lang, n=last + 1 - first)}</summary>'
+            f"{hidden}</details>")
+    return "\n".join(lines[:first] + [more] + lines[last + 1:])
+
+
 def answer_markdown(answer: dict, turn: int, lang: str = "en") -> str:
     """The chat message of a finished answer: escaped text with [n] linked to its card, notices, a footer. A
     refusal lists the nearest papers as links to their cards and to OpenReview. The outcome label and the app's
@@ -310,6 +329,7 @@ def answer_markdown(answer: dict, turn: int, lang: str = "en") -> str:
         f'<a href="#src-{turn}-{n}">{n}</a>' for n in m.group(1).split(", ")) + "]",
         _marked(answer["answer"], answer.get("unsupported") or [], _own_markers(answer)))
     text = text.replace(_OPEN, "&#91;").replace(_CLOSE, "&#93;")
+    text = _list_shown(text, answer, lang)
     text = text.replace("\n\n", "\x00").replace("\n", "  \n").replace("\x00", "\n\n")  # list lines stay lines
     parts = [outcome_badge(answer, lang)]
     parts += [f"*{inert(n)}*" for n in answer["notices"]]

@@ -1027,3 +1027,22 @@ def test_the_page_speaks_the_browsers_language_and_paper_text_stays_as_written(b
                                arg=[done[0], mine], timeout=90_000)
     finally:
         context.close()
+
+
+def test_a_list_shows_its_first_papers_and_the_rest_one_click_away(page, monkeypatch):
+    """Issue 52: a topic's list shows its first papers and "Show N more papers" opens the rest; the count in its
+    first line is the whole list's. (LIST_SHOWN lowered: the seeds' lists are short.)"""
+    import rag.web.render as render
+
+    monkeypatch.setattr(render, "LIST_SHOWN", 2)
+    ask(page, "What work is there on diffusion models?")
+    bot = page.locator("#chat [data-testid=bot]").last
+    head = bot.inner_text()
+    n = int(re.search(r"(\d+) papers on diffusion models:", head).group(1))
+    assert n >= 4, head
+    more = bot.locator("details.list-more")
+    assert more.count() == 1 and more.locator("summary").inner_text() == f"Show {n - 2} more papers"
+    hidden = more.locator("a").first  # a [n] link of the third paper, folded away
+    assert not hidden.is_visible()
+    more.locator("summary").click()
+    assert hidden.is_visible() and more.locator("a").count() == n - 2
