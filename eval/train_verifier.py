@@ -85,8 +85,8 @@ def make_pairs(final: bool) -> None:
     from rag.answering import abstain
     from rag.query import zh
     from rag.config import Settings
-    from rag.engine import Engine, standalone_question
-    from rag.evaluation.harness import load_questions
+    from rag.engine import Engine
+    from rag.evaluation.harness import load_questions, searched_as
     from rag.search.retrieve import RetrievalParams
 
     corpus = ROOT / "rag" / "data" / "iclr2025.jsonl"
@@ -118,8 +118,7 @@ def make_pairs(final: bool) -> None:
     names = FINAL if final else DEV
     rows = []
     for q in load_questions([ROOT / "eval" / "questions" / f"{s}.jsonl" for s in names]):
-        history = [{"role": "user", "content": q["turns"][0]}] if q["kind"] == "followup" else None
-        r = engine.retriever.retrieve(zh.retrieval_query(standalone_question(q["question"], history)),
+        r = engine.retriever.retrieve(zh.retrieval_query(searched_as(q)),
                                       RetrievalParams(k=10))
         rows.append(row(q["question"], r, label=int(q["kind"] == "none"), set=q["set"], qid=q["qid"]))
     name = "final.jsonl" if final else "dev.jsonl"
