@@ -101,7 +101,8 @@ def run_pairs(engine: Engine, items: list[dict], offset: int = OFFSET) -> tuple[
         alone = answers[q["qid"]]
         rows.append({"qid": q["qid"], "first": first["qid"], "alone_hit1": first_rank(alone, q["gold"]) == 1,
                      "after_hit1": first_rank(after, q["gold"]) == 1, "alone_outcome": alone.outcome,
-                     "after_outcome": after.outcome, "focus": after.focus, "searched": after.retrieval_query})
+                     "after_outcome": after.outcome, "focus": after.focus,
+                     "leaned": bool(after.focus) or after.retrieval_query != alone.retrieval_query})
     # Questions no paper answers, each after an unrelated answered one: not answered from that answer's paper.
     nones = [q for q in items if q["kind"] == "none"]
     firsts = [q for q in singles if answers[q["qid"]].outcome == "answered"]
@@ -120,7 +121,7 @@ def run_pairs(engine: Engine, items: list[dict], offset: int = OFFSET) -> tuple[
     return rows + none_rows, {"pairs": len(rows), "alone_hit@1": round(sum(r["alone_hit1"] for r in rows) / n, 3),
                   "after_hit@1": round(sum(r["after_hit1"] for r in rows) / n, 3),
                   "kept": round(sum(r["after_hit1"] for r in found) / len(found), 3) if found else None,
-                  "leaned": sum(bool(r["focus"]) or bool(r["searched"]) for r in rows),
+                  "leaned": sum(r["leaned"] for r in rows),
                   "outcome_changed": sum(r["alone_outcome"] != r["after_outcome"] for r in rows),
                   "none_pairs": len(none_rows),
                   "none_answered_alone": sum(r["alone"] == "answered" for r in none_rows),

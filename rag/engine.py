@@ -834,8 +834,8 @@ class Engine:
         (not covered, unsure) has none to lean on and is a new question. A turn its own search does not answer and
         that is no follow-up is read once more: with an LLM as the LLM rewrites it with the conversation (the same
         call also rewrites it for search, `rag.generation.rewrite`, with `llm_rewrite` on; on a CPU server a call
-        costs seconds, so a turn its own search answers is not sent); without one, glued to the previous question
-        ("And for video?"), kept only if that reading's papers answer."""
+        costs seconds, so a turn its own search answers is not sent); without one, or when the call fails, glued to
+        the previous question ("And for video?"), kept only if that reading's papers answer."""
         turns = [t for t in history or [] if t.get("role") in ("user", "assistant") and t.get("content")]
         last = next((t for t in reversed(turns) if t["role"] == "assistant"), None)
         if last is None:
@@ -852,13 +852,17 @@ class Engine:
             return question, focus, "", None, False
         if len(question) > FOLLOW_UP_CHARS or (alone is not None and decide(alone, self.settings) == "answered"):
             return question, [], "", None, False
+        fallback, rewrite = "", None
         if llm is not None:
-            return self._rewritten(question, turns, llm)
+            rewritten = self._rewritten(question, turns, llm)
+            if not rewritten[2]:
+                return rewritten
+            fallback, rewrite = rewritten[2], rewritten[3]  # the call failed: read as without an LLM, with why
         asked = next((t["content"] for t in reversed(turns) if t["role"] == "user"), "")
         glued = self._alone(f"{asked} {question}") if asked else None
         if glued is not None and decide(glued, self.settings) == "answered":
-            return f"{asked} {question}", [], "", None, False
-        return question, [], "", None, False
+            return f"{asked} {question}", [], fallback, rewrite, False
+        return question, [], fallback, rewrite, False
 
     def _alone(self, question: str) -> Retrieval | None:
         """The retrieval of a turn read as it stands (its search terms, a Chinese turn's English ones), for
@@ -896,7 +900,7 @@ class Engine:
     def _rewritten(self, question: str, turns: list[dict[str, Any]], llm: ChatClient
                    ) -> tuple[str, list[str], str, rewriting.Rewrite | None, bool]:
         """The turn as the LLM rewrites it to stand alone with the conversation (and, with `llm_rewrite` on, for search
-        in the same call); the turn as it stands when the call fails, with the reason."""
+        in the same call); the turn as it stands when the call fails, with the reason (the third item)."""
         if self.settings.llm_rewrite:
             found = rewriting.ask(llm, self.templates, question, turns)
             return (question if found.fallback else found.standalone or question), [], found.fallback, found, False
