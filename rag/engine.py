@@ -37,7 +37,8 @@ from rag.generation import rewrite as rewriting
 from rag.query import zh
 from rag.query.filters import Filters
 from rag.query.intent import Intent, parse
-from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams, named_papers, names_at, title_names
+from rag.search.retrieve import (HybridRetriever, Retrieval, RetrievalParams, named_papers, names_at, title_names,
+                                 tokenize)
 from rag.explore.related import PaperNotFound, Related, explorer, find_paper
 from rag.explore.topicmap import TopicMap, topic_map
 from rag.generation import prompts, support
@@ -876,20 +877,28 @@ class Engine:
         return found
 
     def _leans(self, alone: Retrieval | None, focus: list[str]) -> bool:
-        """Whether a turn is about the previous answer's papers (`focus`) rather than a new question. It is new only
-        when its own search (`alone`) finds a paper outside `focus` that it matches closely (the paper's best chunk
-        at cosine `AnswerPolicy.follow_up_found` or more) and that `focus` matches clearly worse (its best chunk
-        under `AnswerPolicy.follow_up_share` of that cosine, and less of the turn's topic, `Hit.topical`). "What
+        """Whether a turn is about the previous answer's papers (`focus`) rather than a new question. It is new when
+        it brings a subject of its own: a term rare in the collection (the learned gate's RARE_SHARE, where the gate
+        applies) that none of `focus` holds ("Which papers forecast volcanic eruptions?" after an answer on point
+        clouds); or when its own search (`alone`) finds a paper outside `focus` that it matches closely (the
+        paper's best chunk at cosine `AnswerPolicy.follow_up_found` or more) and that `focus` matches clearly worse
+        (its best chunk under `AnswerPolicy.follow_up_share` of that cosine, and less of the turn's topic,
+        `Hit.topical`). "What
         datasets did they evaluate on?" matches its paper about as well as any other (a follow-up); "... Which one
         was it?" after an answer on another subject finds its own paper far better than that answer's (new)."""
         if alone is None or not alone.hits or alone.hits[0].paper.paper_id in focus:
             return True
+        within = self.retriever.retrieve(alone.question, RetrievalParams.from_settings(
+            self.settings, k=len(focus), paper_ids=tuple(focus)), alone.query_vector)
+        if abstain.applies(alone):  # a subject of its own: a rare term (the gate's RARE_SHARE) none of them holds
+            rare = max(2.0, abstain.RARE_SHARE * alone.corpus_size)
+            held = set().union(*tokenize([h.paper.search_text for h in within.hits])) if within.hits else set()
+            if any(alone.term_df.get(t, 0) <= rare and t not in held for t in alone.terms):
+                return False
         top = alone.hits[0]
         policy = self.settings.policy
         if top.dense is None or top.dense < policy.follow_up_found:
             return True
-        within = self.retriever.retrieve(alone.question, RetrievalParams.from_settings(
-            self.settings, k=len(focus), paper_ids=tuple(focus)), alone.query_vector)
         best = max(within.hits, key=lambda h: h.dense if h.dense is not None else -1.0, default=None)
         if best is None:
             return True

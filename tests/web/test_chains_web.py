@@ -56,7 +56,7 @@ def ask(page, question: str, answers_before: int) -> tuple[str, list[str]]:
         f"/This session: {answers_before + 1} answers?\\b/.test(document.querySelector('#session-totals').innerText)",
         timeout=120_000)
     text = page.locator("#chat [data-testid=bot]").last.inner_text()
-    return text, page.locator("#sources .src-card .src-title").all_inner_texts()
+    return text, [t for t in page.locator("#sources .src-card .src-title").all_inner_texts() if t]
 
 
 def test_a_chain_and_a_change_of_topic_in_the_page(page, app):
