@@ -114,9 +114,7 @@ def run_pairs(engine: Engine, items: list[dict], offset: int = OFFSET) -> tuple[
                            ) if first else alone
         none_rows.append({"qid": q["qid"], "first": first["qid"] if first else None, "alone": alone.outcome,
                           "after": after.outcome, "focus": after.focus})
-    rows += none_rows
     found = [r for r in rows if r["alone_hit1"]]
-    rows, none_rows = [r for r in rows if "alone" not in r], none_rows
     n = len(rows) or 1
     return rows + none_rows, {"pairs": len(rows), "alone_hit@1": round(sum(r["alone_hit1"] for r in rows) / n, 3),
                   "after_hit@1": round(sum(r["after_hit1"] for r in rows) / n, 3),

@@ -832,8 +832,9 @@ class Engine:
         searched as it stands (`_alone`), and it is a follow-up about the previous answer's papers
         (`previous_papers`) unless its own search answers it (`decide`: the gate's outcome) from a paper those
         papers match clearly worse (`AnswerPolicy.follow_up_share`). A turn after an answer that found no paper
-        (not covered, unsure) has none to lean on and is a new question. A turn its own search does not answer and
-        that is no follow-up is read once more: with an LLM as the LLM rewrites it with the conversation (the same
+        (not covered, unsure) has none to lean on and is a new question. A turn after an answer whose papers are not
+        known (a history without `paper_ids` whose text names no title) that its own search does not answer is read
+        once more: with an LLM as the LLM rewrites it with the conversation (the same
         call also rewrites it for search, `rag.generation.rewrite`, with `llm_rewrite` on; on a CPU server a call
         costs seconds, so a turn its own search answers is not sent); without one, or when the call fails, glued to
         the previous question ("And for video?"), kept only if that reading's papers answer."""
@@ -849,8 +850,8 @@ class Engine:
         if named and not focus:  # it names a paper the previous answer did not cite: it stands alone
             return question, [], "", None, False
         alone = self._alone(question)
-        if focus and self._leans(alone, focus):
-            return question, focus, "", None, False
+        if focus:  # a follow-up, or a new question searched as it stands (read with the conversation, it is not)
+            return question, focus if self._leans(alone, focus) else [], "", None, False
         if len(question) > FOLLOW_UP_CHARS or (alone is not None and decide(alone, self.settings) == "answered"):
             return question, [], "", None, False
         fallback, rewrite = "", None
@@ -878,19 +879,21 @@ class Engine:
 
     def _leans(self, alone: Retrieval | None, focus: list[str]) -> bool:
         """Whether a turn is about the previous answer's papers (`focus`) rather than a new question. It is new when
-        it brings a subject of its own: a term rare in the collection (the learned gate's RARE_SHARE, where the gate
-        applies) that none of `focus` holds ("Which papers forecast volcanic eruptions?" after an answer on point
-        clouds); or when its own search (`alone`) finds a paper outside `focus` that it matches closely (the
-        paper's best chunk at cosine `AnswerPolicy.follow_up_found` or more) and that `focus` matches clearly worse
-        (its best chunk under `AnswerPolicy.follow_up_share` of that cosine, and less of the turn's topic,
-        `Hit.topical`). "What
-        datasets did they evaluate on?" matches its paper about as well as any other (a follow-up); "... Which one
-        was it?" after an answer on another subject finds its own paper far better than that answer's (new)."""
+        it brings a subject of its own: a term rare in the collection (the learned gate's RARE_SHARE, where the
+        gate applies; an English turn) that none of `focus` holds ("Which papers forecast volcanic eruptions?"
+        after an answer on point clouds); or when its own search (`alone`) finds a paper outside `focus` that it
+        matches closely (the paper's best chunk at cosine `AnswerPolicy.follow_up_found` or more) and that `focus`
+        matches clearly worse (its best chunk under `AnswerPolicy.follow_up_share` of that cosine, and less of the
+        turn's topic, `Hit.topical`). "What datasets did they evaluate on?" matches its paper about as well as any
+        other (a follow-up); "... Which one was it?" after an answer on another subject finds its own paper far
+        better than that answer's (new)."""
         if alone is None or not alone.hits or alone.hits[0].paper.paper_id in focus:
             return True
         within = self.retriever.retrieve(alone.question, RetrievalParams.from_settings(
             self.settings, k=len(focus), paper_ids=tuple(focus)), alone.query_vector)
-        if abstain.applies(alone):  # a subject of its own: a rare term (the gate's RARE_SHARE) none of them holds
+        # A subject of its own: a rare term (the gate's RARE_SHARE) none of them holds. Not for a Chinese turn, whose
+        # English terms are a glossary's synonyms for its words ("假设": "suppose presume"), not words it chose.
+        if abstain.applies(alone) and not zh.has_chinese(alone.asked):
             rare = max(2.0, abstain.RARE_SHARE * alone.corpus_size)
             held = set().union(*tokenize([h.paper.search_text for h in within.hits])) if within.hits else set()
             if any(alone.term_df.get(t, 0) <= rare and t not in held for t in alone.terms):

@@ -48,9 +48,13 @@ def test_a_new_question_ending_which_one_was_it_finds_its_own_paper(corpus_engin
     first, history = turn(corpus_engine, "Which paper builds multilevel generative samplers for the critical "
                                          "phenomena of Ising models?")
     assert first.cited_ids[0] == SAMPLERS
-    answer, _ = turn(corpus_engine, question, history)
+    answer, history = turn(corpus_engine, question, history)
     assert answer.focus == [] and answer.sources[0].paper_id == POINT_CLOUDS
     assert answer.outcome == "answered" and answer.citations[0].paper_id == POINT_CLOUDS
+    # A topic no paper covers, after that answer: its rare words ("volcanic", "seismic") are in no paper of the
+    # answer, so it is new too, and not answered from the point-cloud paper.
+    answer, _ = turn(corpus_engine, "Which papers forecast volcanic eruptions from seismic data?", history)
+    assert answer.focus == [] and answer.outcome != "answered"
 
 
 def test_a_follow_up_after_not_covered_has_no_paper_to_lean_on(corpus_engine):
