@@ -37,8 +37,7 @@ from rag.generation import rewrite as rewriting
 from rag.query import zh
 from rag.query.filters import Filters
 from rag.query.intent import Intent, parse
-from rag.search.retrieve import (HybridRetriever, Retrieval, RetrievalParams, named_papers, names_at, title_names,
-                                 tokenize)
+from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams, named_papers, names_at, title_names
 from rag.explore.related import PaperNotFound, Related, explorer, find_paper
 from rag.explore.topicmap import TopicMap, topic_map
 from rag.generation import prompts, support
@@ -46,7 +45,7 @@ from rag.generation.llm import ChatClient, LLMError
 from rag.answering import abstain
 from rag.answering.collection import answer_topics, related_answer
 from rag.answering.compose import compose
-from rag.answering.extractive import MAX_LISTED, decide, passes_bar, should_abstain
+from rag.answering.extractive import MAX_LISTED, RECORD_TYPES, decide, passes_bar, should_abstain
 from rag.answering.records import OUTCOMES, Answer, Delta, Restart, Source, sources_from
 from rag.answering.wording import PHRASES
 
@@ -851,7 +850,8 @@ class Engine:
             return question, [], "", None, False
         alone = self._alone(question)
         if focus:  # a follow-up, or a new question searched as it stands (read with the conversation, it is not)
-            return question, focus if self._leans(alone, focus) else [], "", None, False
+            record = parse(question, self._known_author).type in RECORD_TYPES  # "Who wrote it?"
+            return question, focus if self._leans(alone, focus, record) else [], "", None, False
         if len(question) > FOLLOW_UP_CHARS or (alone is not None and decide(alone, self.settings) == "answered"):
             return question, [], "", None, False
         fallback, rewrite = "", None
@@ -877,27 +877,25 @@ class Engine:
         found.asked = intent.query if zh.has_chinese(intent.query) else ""
         return found
 
-    def _leans(self, alone: Retrieval | None, focus: list[str]) -> bool:
+    def _leans(self, alone: Retrieval | None, focus: list[str], record: bool = False) -> bool:
         """Whether a turn is about the previous answer's papers (`focus`) rather than a new question. It is new when
-        it brings a subject of its own: a term rare in the collection (the learned gate's RARE_SHARE, where the
-        gate applies; an English turn) that none of `focus` holds ("Which papers forecast volcanic eruptions?"
-        after an answer on point clouds); or when its own search (`alone`) finds a paper outside `focus` that it
-        matches closely (the paper's best chunk at cosine `AnswerPolicy.follow_up_found` or more) and that `focus`
-        matches clearly worse (its best chunk under `AnswerPolicy.follow_up_share` of that cosine, and less of the
-        turn's topic, `Hit.topical`). "What datasets did they evaluate on?" matches its paper about as well as any
-        other (a follow-up); "... Which one was it?" after an answer on another subject finds its own paper far
-        better than that answer's (new)."""
+        it brings a subject of its own, a word no paper holds (an English turn that asks no record, `record`:
+        "Which papers forecast volcanic eruptions?" after an answer on point clouds); or when its own search
+        (`alone`) finds a paper outside `focus` that it matches closely (the paper's best chunk at cosine
+        `AnswerPolicy.follow_up_found` or more) and that `focus` matches clearly worse (its best chunk under
+        `AnswerPolicy.follow_up_share` of that cosine, and less of the turn's topic, `Hit.topical`). "What datasets
+        did they evaluate on?" matches its paper about as well as any other (a follow-up); "... Which one was it?"
+        after an answer on another subject finds its own paper far better than that answer's (new)."""
         if alone is None or not alone.hits or alone.hits[0].paper.paper_id in focus:
             return True
         within = self.retriever.retrieve(alone.question, RetrievalParams.from_settings(
             self.settings, k=len(focus), paper_ids=tuple(focus)), alone.query_vector)
-        # A subject of its own: a rare term (the gate's RARE_SHARE) none of them holds. Not for a Chinese turn, whose
-        # English terms are a glossary's synonyms for its words ("假设": "suppose presume"), not words it chose.
-        if abstain.applies(alone) and not zh.has_chinese(alone.asked):
-            rare = max(2.0, abstain.RARE_SHARE * alone.corpus_size)
-            held = set().union(*tokenize([h.paper.search_text for h in within.hits])) if within.hits else set()
-            if any(alone.term_df.get(t, 0) <= rare and t not in held for t in alone.terms):
-                return False
+        # A subject of its own: a word no paper of the collection holds, so neither do these. Not for a question
+        # about a paper's record ("Was it an oral?": no abstract says "oral"), nor a Chinese turn, whose English terms
+        # are a glossary's synonyms for its words, not words it chose.
+        if (not record and not zh.has_chinese(alone.asked)
+                and any(alone.term_df.get(t, 0) == 0 for t in alone.terms)):
+            return False
         top = alone.hits[0]
         policy = self.settings.policy
         if top.dense is None or top.dense < policy.follow_up_found:

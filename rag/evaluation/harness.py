@@ -225,7 +225,7 @@ def summarize(rows: list[dict]) -> dict:
 
 
 # Two-turn chains (`"kind": "followup"`, issue 53): a second turn about the first answer's paper ("standalone":
-# false) cites its gold paper; a new question ("standalone": true, with gold) finds its paper first; one after a topic
+# false, or not given) cites its gold paper; a new question ("standalone": true, with gold) finds its paper first; one after a topic
 # no paper covers (gold empty) is not answered.
 CHAIN_METRICS = ["followups", "leaning_cited_gold", "leaning_first_cited_gold", "new_hit@1", "no_paper_answered"]
 
@@ -239,8 +239,8 @@ def chain_summary(rows: list[dict]) -> dict[str, Any]:
     def mean(xs: list[bool]) -> float | None:
         return round(sum(xs) / len(xs), 3) if xs else None
 
-    leaning = [r for r in chains if r.get("expected_alone") is False and r["ranks"]]
-    new = [r for r in chains if r.get("expected_alone") is not False and r["ranks"]]
+    leaning = [r for r in chains if not r.get("expected_alone") and r["ranks"]]  # unmarked: about the first turn
+    new = [r for r in chains if r.get("expected_alone") and r["ranks"]]
     return {"followups": len(chains), "leaning_cited_gold": mean([r["cited_gold"] for r in leaning]),
             "leaning_first_cited_gold": mean([r["first_cited_gold"] for r in leaning]),
             "new_hit@1": mean([r["ranks"][0] == 1 for r in new]),
