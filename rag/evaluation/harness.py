@@ -1,7 +1,8 @@
 """Evaluation: question sets -> metrics per retrieval configuration, through the same `Engine.ask` the app uses.
 
 Question format (JSON lines): {"qid", "kind": "single"|"multi"|"none"|"followup", "question", "turns" (followup:
-[first question, follow-up]), "gold": [paper id, or the first 60 characters of the gold abstract],
+[first question, follow-up], asked with the app's own first answer as history; "standalone": true for a new
+question, gold empty for one no paper answers), "gold": [paper id, or the first 60 characters of the gold abstract],
 "answer_facts": [short strings a correct answer contains]}. A gold entry matches a paper whose id equals it or
 whose abstract starts with it (whitespace and case ignored).
 
@@ -225,8 +226,8 @@ def summarize(rows: list[dict]) -> dict:
 
 
 # Two-turn chains (`"kind": "followup"`, issue 53): a second turn about the first answer's paper ("standalone":
-# false, or not given) cites its gold paper; a new question ("standalone": true, with gold) finds its paper first; one after a topic
-# no paper covers (gold empty) is not answered.
+# false, or not given) cites its gold paper; a new question ("standalone": true, with gold) finds its paper first;
+# one after a topic no paper covers (gold empty) is not answered.
 CHAIN_METRICS = ["followups", "leaning_cited_gold", "leaning_first_cited_gold", "new_hit@1", "no_paper_answered"]
 
 
