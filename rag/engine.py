@@ -879,8 +879,9 @@ class Engine:
 
     def _leans(self, alone: Retrieval | None, focus: list[str], record: bool = False) -> bool:
         """Whether a turn is about the previous answer's papers (`focus`) rather than a new question. It is new when
-        it brings a subject of its own, a word no paper holds (an English turn that asks no record, `record`:
-        "Which papers forecast volcanic eruptions?" after an answer on point clouds); or when its own search
+        it brings a subject of its own, a word no paper of a large collection holds (an English turn that asks no
+        record, `record`: "Which papers forecast volcanic eruptions?" after an answer on point clouds); or when its
+        own search
         (`alone`) finds a paper outside `focus` that it matches closely (the paper's best chunk at cosine
         `AnswerPolicy.follow_up_found` or more) and that `focus` matches clearly worse (its best chunk under
         `AnswerPolicy.follow_up_share` of that cosine, and less of the turn's topic, `Hit.topical`). "What datasets
@@ -892,8 +893,9 @@ class Engine:
             self.settings, k=len(focus), paper_ids=tuple(focus)), alone.query_vector)
         # A subject of its own: a word no paper of the collection holds, so neither do these. Not for a question
         # about a paper's record ("Was it an oral?": no abstract says "oral"), nor a Chinese turn, whose English terms
-        # are a glossary's synonyms for its words, not words it chose.
-        if (not record and not zh.has_chinese(alone.asked)
+        # are a glossary's synonyms for its words, nor in a small collection, where most words are missing (where
+        # the learned gate applies: `abstain.applies`).
+        if (not record and not zh.has_chinese(alone.asked) and abstain.applies(alone)
                 and any(alone.term_df.get(t, 0) == 0 for t in alone.terms)):
             return False
         top = alone.hits[0]
