@@ -23,7 +23,7 @@ LLM_EVAL_SETS ?= $(shell $(PYTHON) eval/manifest.py --paths --llm)
 LLM_EVAL_LIMIT ?= 20
 
 .DEFAULT_GOAL := help
-.PHONY: help install run ingest data docs test test-llm test-fast lint soak system-deps bench eval model clean llm-deps llm-server eval-llm
+.PHONY: help install run ingest data docs test test-llm test-fast lint soak system-deps bench eval eval-chains model clean llm-deps llm-server eval-llm
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -98,6 +98,9 @@ eval: $(STAMP) $(MPNET) ## rag eval (baselines beside the app): the seeds, then 
 	$(BIN)/rag eval eval/questions/support_pairs.jsonl
 	$(BIN)/rag eval eval/questions/seeds_dev.jsonl --corpus $(SEEDS)
 	$(BIN)/rag eval $(EVAL_SETS) --corpus $(CORPUS) --name all-iclr2025
+
+eval-chains: $(STAMP) $(MPNET) ## Two-turn chains and new questions after an unrelated turn (eval/chain_pairs.py), 2,114 papers
+	$(BIN)/python eval/chain_pairs.py --corpus $(CORPUS) --out eval/reports/chains-iclr2025.json
 
 model: $(STAMP) $(MPNET) ## Refit the learned abstention gate (rag/answering/abstain.py) on generated and dev questions, then its cut points
 	rm -rf .rag-eval/gate && mkdir -p .rag-eval/gate

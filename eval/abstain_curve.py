@@ -22,8 +22,8 @@ from rag.config import Settings  # noqa: E402
 from rag.query import zh  # noqa: E402
 from rag.search.retrieve import RetrievalParams  # noqa: E402
 from rag.answering import abstain  # noqa: E402
-from rag.engine import Engine, standalone_question  # noqa: E402
-from rag.evaluation.harness import load_questions  # noqa: E402
+from rag.engine import Engine  # noqa: E402
+from rag.evaluation.harness import load_questions, searched_as  # noqa: E402
 
 CONFIDENCE_T = Settings.model_fields["abstain_threshold"].default
 
@@ -45,8 +45,7 @@ def main() -> int:
     engine.ingest([args.corpus])
     rows = []
     for q in load_questions(args.questions):
-        history = [{"role": "user", "content": q["turns"][0]}] if q["kind"] == "followup" else None
-        r = engine.retriever.retrieve(zh.retrieval_query(standalone_question(q["question"], history)),
+        r = engine.retriever.retrieve(zh.retrieval_query(searched_as(q)),
                                       RetrievalParams(k=10))
         rows.append({"set": q["set"], "qid": q["qid"], "none": q["kind"] == "none", "confidence": r.confidence,
                      "named": bool(r.named_match), "p": abstain.probability(r)})

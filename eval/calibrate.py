@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 from rag.config import Settings  # noqa: E402
 from rag.search.retrieve import RetrievalParams  # noqa: E402
-from rag.engine import Engine, standalone_question  # noqa: E402
-from rag.evaluation.harness import load_questions  # noqa: E402
+from rag.engine import Engine  # noqa: E402
+from rag.evaluation.harness import load_questions, searched_as  # noqa: E402
 
 
 def main() -> int:
@@ -34,8 +34,7 @@ def main() -> int:
     engine.ingest([args.corpus])
     points = []  # (is_none, confidence, named)
     for q in load_questions([args.questions]):
-        history = [{"role": "user", "content": q["turns"][0]}] if q["kind"] == "followup" else None
-        retrieval = engine.retriever.retrieve(standalone_question(q["question"], history),
+        retrieval = engine.retriever.retrieve(searched_as(q),
                                               RetrievalParams.from_settings(engine.settings))
         points.append((q["kind"] == "none", retrieval.confidence, retrieval.named_match))
         print(f"{q['kind']:<8} {retrieval.confidence:.3f} {retrieval.named_match or '-':<10} {q['question'][:70]}")

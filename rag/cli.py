@@ -476,7 +476,8 @@ def chat(k: int | None, decision: str | None, **settings: Any) -> None:
             echo(one_line(exc), err=True)
             continue
         history += [{"role": "user", "content": question},
-                    {"role": "assistant", "content": answer.answer, "paper_ids": answer.cited_ids}]
+                    {"role": "assistant", "content": answer.answer, "paper_ids": answer.cited_ids,
+                     "outcome": answer.outcome}]
 
 
 @main.command("eval")
@@ -537,6 +538,8 @@ def eval_command(questions: tuple[Path, ...], corpus: Path | None, configs: str,
         echo("\n" + lists.rstrip())
     if llm_table := report.llm_table():
         echo("\n" + llm_table.rstrip())
+    if chain_table := report.chain_table():
+        echo("\n" + chain_table.rstrip())
     if report.meta.get("related_questions"):
         echo(f"related papers: over {report.meta['related_questions']} multi-paper questions, "
                    f"{report.meta['related_recall@5']:.3f} of the other gold papers are among the first gold "

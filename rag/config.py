@@ -125,6 +125,20 @@ class AnswerPolicy(BaseModel):
         "models?\" 0.73, \"... applied to medical imaging models?\" 0.98; those its abstract answers (\"Does it "
         "work for diffusion models?\") 0. The read sets' 24 follow-ups: none changed (eval/DECISIONS.md, \"A "
         "follow-up asking beyond its papers\").")
+    follow_up_found: float = Field(
+        0.35, description="A turn after an answer is a new question, not a follow-up about that answer's papers, "
+        "only when its own search finds a paper outside them whose best chunk it matches at this cosine or more "
+        "(MiniLM's chunk vectors; rag/engine.py Engine._leans, issue 53). Chosen with follow_up_share on the dev "
+        "chains (eval/questions/chains_selfdev.jsonl: 27 second turns about the first answer's paper, 12 new "
+        "questions) and 84 describe_dev + types_dev questions each asked after an unrelated one "
+        "(eval/chain_pairs.py), 2,114 papers, from the retrievals alone: second turns kept on their paper 0.926, "
+        "new questions read as new 1.000, pairs whose question finds its paper alone read as new 1.000 (72 of "
+        "72); 0.30: 0.889 / 1.000 / 1.000; 0.40: 0.926 / 1.000 / 0.972; 0.45: 0.963 / 1.000 / 0.944.")
+    follow_up_share: float = Field(
+        0.75, description="... and those papers' best chunk scores under this share of that cosine (same figures "
+        "from 0.7 to 0.8; 0.6: new questions found as new 0.917), with less of the turn's topic (`Hit.topical`). "
+        "Two dev follow-ups still read as new: \"What benchmark did they build?\" and \"Does the method slow down "
+        "training much?\".")
     side_depth: int = Field(5, ge=1, description="A comparison side's paper is looked for among this many top hits "
                                                   "(3 held-out comparisons were refused with both papers 1st and 2nd).")
     title_cover: float = Field(0.6, description="Share of a side's content terms its paper's title contains.")

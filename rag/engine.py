@@ -45,8 +45,9 @@ from rag.generation.llm import ChatClient, LLMError
 from rag.answering import abstain
 from rag.answering.collection import answer_topics, related_answer
 from rag.answering.compose import compose, unbracket_quotes
-from rag.answering.extractive import MAX_LISTED, decide, members, passes_bar, should_abstain
-from rag.answering.records import Answer, Delta, Restart, Source, sources_from
+from rag.answering.extractive import MAX_LISTED, RECORD_TYPES, decide, members, passes_bar, should_abstain
+from rag.answering.records import OUTCOMES, Answer, Delta, Restart, Source, sources_from
+from rag.answering.wording import PHRASES
 
 log = logging.getLogger("rag")
 
@@ -61,23 +62,18 @@ MAX_FOCUS = 10  # papers of the previous answer a follow-up can be about
 DECISIONS = ("Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)")
 # Control characters, and lone surrogates (a client can send "\ud800" in JSON; nothing downstream can encode it).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
-# Words that make a question lean on the papers of the previous answer ("What dataset did they use?").
-_ANAPHORA = re.compile(
-    r"\b(?:they|them|their|theirs|it|its|above|previous|former|latter|"
-    # "the paper" refers back; "the paper about X" / "the method that ..." names something new
-    r"(?:this|that|these|those|the|same)\s+(?:paper|papers|work|works|method|methods|approach|approaches|one|ones|"
-    r"study|studies|authors?)(?!\s+(?:about|on|called|titled|named|that|which|proposing|by|from|in|with|for|of)\b))"
-    r"\b|它|它们|他们|这篇|那篇|该论文|该方法|这些论文|这个方法|其中|^(?:哪一篇|哪篇|哪几篇)(?=是|被|属于)", re.I)
-# "which one is ..." (哪一篇是 ...) chooses among the previous papers: all of them are read.
+# "Which of them", "these papers", "both": all the papers of the previous answer, not the first it was about.
 _PLURAL = re.compile(r"\b(?:(?:these|those|the)\s+(?:papers|works|methods|approaches|ones|studies)|\w+\s+of\s+them|"
                      r"both|each)\b|它们|这些论文|这些方法|其中|^(?:哪一篇|哪篇|哪几篇)(?=是|被|属于)", re.I)
 # "the second one", "the third paper": one of the previous answer's papers, by its place in that answer.
-_ORDINAL = re.compile(r"\bthe\s+(first|second|third|fourth|fifth|last)\s+(?:one|paper|work|method|study)\b"
-                      r"|第([一二三四五])篇", re.I)
-_PLACES = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "last": -1,
-           "一": 0, "二": 1, "三": 2, "四": 3, "五": 4}
-# A question that continues the previous one's topic without repeating it ("And for images?", "What about ViTs?").
-_ELLIPSIS = re.compile(r"^(?:and|but|also|what\s+about|how\s+about|same\s+for)\b|^(?:那|那么|还有)", re.I)
+_ORDINAL = re.compile(r"\bthe\s+(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\s+"
+                      r"(?:one|paper|work|method|study)\b|第([一二三四五六七八九十])篇", re.I)
+_PLACES = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5, "seventh": 6, "eighth": 7,
+           "ninth": 8, "tenth": 9, "last": -1, "一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "七": 6, "八": 7,
+           "九": 8, "十": 9}
+# "Which papers are related to it?" with no answer before it: a pronoun where a paper's name should be.
+_PRONOUN = re.compile(r"(?:it|they|them|this|that|these|those|"
+                      r"(?:this|that|the|these|those)\s+(?:paper|papers|work|one)|它|它们|这篇|那篇|该论文)", re.I)
 
 
 class QuestionError(RagError, ValueError):
@@ -192,10 +188,11 @@ def check_author(author: Any) -> str | None:
 
 def check_history(history: Any) -> list[dict[str, Any]]:
     """Earlier turns as [{"role": "user"|"assistant", "content": text}], cleaned like the question; the last
-    MAX_HISTORY_TURNS are kept. A user turn is cut to MAX_QUESTION_CHARS like the question it was (a follow-up is
-    searched together with it: a 20,000-character one made that search take 6.5 s instead of 0.3 s), an
-    assistant turn to 20,000. An assistant turn may list the papers its answer cited (`"paper_ids": [...]`), which
-    lets a follow-up about "they" or "the paper" answer from those papers."""
+    MAX_HISTORY_TURNS are kept. A user turn is cut to MAX_QUESTION_CHARS like the question it was (a follow-up may
+    be searched together with it: a 20,000-character one made that search take 6.5 s instead of 0.3 s), an
+    assistant turn to 20,000. An assistant turn may list the papers its answer cited (`"paper_ids": [...]`),
+    which lets a follow-up about "they" or "the paper" answer from those papers, and its outcome (`"outcome":
+    "answered" | "unsure" | "not_covered"`): after an answer that found no paper, a follow-up has none to lean on."""
     if history is None or history == "":
         return []
     if not isinstance(history, list) or not all(
@@ -211,51 +208,55 @@ def check_history(history: Any) -> list[dict[str, Any]]:
         ids = t.get("paper_ids")
         if isinstance(ids, list) and all(isinstance(i, str) and len(i) <= 200 for i in ids):
             turn["paper_ids"] = ids[:MAX_FOCUS]
+        if t.get("outcome") in OUTCOMES:
+            turn["outcome"] = t["outcome"]
         out.append(turn)
     return out
 
 
-# A follow-up is a short question; a paste this long (an abstract, a page of notes) says "it" and "they" of
-# itself: read as a follow-up, a 20,000-character paste after another question would be answered from that
+# A follow-up is a short question; a paste this long (an abstract, a page of notes) is never read as one: after
+# another question, a 20,000-character paste that says "it" and "they" of itself would be answered from that
 # answer's papers.
 FOLLOW_UP_CHARS = 400
+# How an answer in a history without "outcome" (written by hand, or by a client that drops it) opens when it found
+# no paper that answers: the app's own "Not covered:" and "Unsure:", in each language (rag.answering.wording).
+_NO_ANSWER = tuple(phrase.split(sep)[0] + sep for key in ("not_covered", "unsure")
+                   for phrase, sep in zip(PHRASES[key], (":", "："), strict=True))
+NO_PAPER_BEFORE = ("The previous answer found no paper that answers its question, so this one was searched as a new "
+                   "question.")
 
 
-def _leans_on_history(question: str) -> bool:
-    """Whether the question is short enough to be read as a follow-up by its words (FOLLOW_UP_CHARS)."""
-    return len(question) <= FOLLOW_UP_CHARS
-
-
-def standalone_question(question: str, history: list[dict[str, Any]] | None) -> str:
-    """The query to retrieve with, without an LLM to rewrite follow-ups: a question that leans on the previous turn
-    (a pronoun like "they", or an ellipsis like "And for images?") is searched together with the previous user
-    question; any other question is searched alone, however short, so a change of topic is never glued to the
-    last one. The two together are cut to MAX_QUESTION_CHARS, like any question (the previous one loses its end)."""
-    previous = [t.get("content", "") for t in (history or []) if t.get("role") == "user" and t.get("content")]
-    if previous and _leans_on_history(question) and (_ANAPHORA.search(question) or _ELLIPSIS.search(question)):
-        room = MAX_QUESTION_CHARS - len(question) - 1
-        return f"{previous[-1][:room].rstrip()} {question}" if room > 0 else question
-    return question
+def answered(turn: dict[str, Any]) -> bool:
+    """Whether an assistant turn of the history answered (outcome "answered"): its "outcome" when the client passed
+    it (the page, `rag chat`, MCP), else whether its text opens as a not-covered or unsure answer does. A follow-up
+    after an answer that found no paper has no paper to lean on (issue 53: "How many volcanoes did they train on?"
+    after "Not covered" on volcano forecasting was answered from an unrelated "N=200")."""
+    outcome = turn.get("outcome")
+    if outcome in OUTCOMES:
+        return outcome == "answered"
+    return not str(turn.get("content") or "").lstrip().startswith(_NO_ANSWER)
 
 
 def previous_papers(question: str, history: list[dict[str, Any]] | None,
                     papers: Sequence[StoredPaper] = (), named: Sequence[str] = (),
                     names: dict[str, list[str]] | None = None) -> list[str]:
-    """The papers a follow-up is about: those the previous answer cited (its turn's `paper_ids`), when the
-    question refers to them ("Who wrote it?", "What data did they use?"); else none. A turn without `paper_ids`
-    (history written by hand, or by another client) cites the `papers` whose whole title (three words or more)
-    its text names (or the name before a title's colon, "CatVTON"), in the order it names them: every extractive
-    answer names its papers' titles. "Which of them ...?" or "the third one" after an answer about one paper
-    ("Who wrote the second one?") means the papers of the last answer that cited several: read from the last
+    """The papers a follow-up would be about, if it is one (whether it is, the evidence decides:
+    `Engine._standalone`): those the previous answer cited (its turn's `paper_ids`), none when that answer found
+    no paper that answers (`answered`) or the question is a paste longer than FOLLOW_UP_CHARS. A turn without
+    `paper_ids` (history written by hand, or by another client) cites the `papers` whose whole title (three words
+    or more) its text names (or the name before a title's colon, "CatVTON"), in the order it names them: every
+    extractive answer names its papers' titles. "Which of them ...?" or "the third one" after an answer about one
+    paper ("Who wrote the second one?") means the papers of the last answer that cited several: read from the last
     answer alone, "Which of them is an oral?" there would be answered for the second paper alone."""
-    ordinal = _ORDINAL.search(question)
-    if not history or not _leans_on_history(question) or not (ordinal or _ANAPHORA.search(question)):
+    answers = [t for t in reversed(history or []) if t.get("role") == "assistant"][:MAX_HISTORY_TURNS]
+    if not answers or len(question) > FOLLOW_UP_CHARS or not answered(answers[0]):
         return []
-    answers = [t for t in reversed(history) if t.get("role") == "assistant"][:MAX_HISTORY_TURNS]
+    ordinal = _ORDINAL.search(question)
     names = names if names is not None else title_names(list(papers)) if papers else {}
-    ids = _turn_papers(answers[0], papers, names) if answers else []
+    ids = _turn_papers(answers[0], papers, names)
     if len(ids) < 2 and (ordinal or _PLURAL.search(question)):  # several to choose from: the last answer citing several
-        ids = next((c for c in (_turn_papers(t, papers, names) for t in answers[1:]) if len(c) > 1), ids)
+        ids = next((c for c in (_turn_papers(t, papers, names) for t in answers[1:] if answered(t)) if len(c) > 1),
+                   ids)
     # A question that names a paper (`named`: by its coined title name, `rag.search.retrieve.named_papers`; or by
     # its whole title) is about that one: "Why does Drama use Mamba for its world model?" after an answer on another
     # paper searches for Drama (answered from the previous answer's paper, it was "not covered").
@@ -265,8 +266,8 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
     if ordinal:  # "What dataset did the second one use?"
         place = _PLACES[(ordinal.group(1) or ordinal.group(2)).lower()]
         return [ids[place]] if -len(ids) <= place < len(ids) else []
-    # "it", "they" (the authors, most often), "the paper": the paper the previous answer was first about;
-    # "these papers", "which of them", "both": all it cited.
+    # "it", "they" (the authors, most often), "the paper", or no word for it ("What datasets were used?"): the paper
+    # the previous answer was first about; "these papers", "which of them", "both": all it cited.
     return ids[:MAX_FOCUS] if _PLURAL.search(question) else ids[:1]
 
 
@@ -305,6 +306,7 @@ class Plan:
     standalone: str = ""  # a follow-up rewritten to stand alone, asked of the LLM in its place
     rewrite: rewriting.Rewrite | None = None  # the LLM's rewrite for retrieval, once asked (rag.generation.rewrite)
     asked: str = ""  # what `search` translates, when it is Chinese (`Retrieval.asked`: the gate reads its form)
+    nothing_before: bool = False  # the previous answer found no paper to lean on: searched as a new question
 
 
 @dataclass
@@ -731,6 +733,8 @@ class Engine:
         answer.answer = f"{lead}\n{answer.answer}" if lead else answer.answer
         if partial is not None:
             notices[partial] += partial_caveat(answer)
+        if plan.nothing_before and answer.outcome != "answered":  # "How many volcanoes did they train on?"
+            notices.append(NO_PAPER_BEFORE)
         if retrieval.unknown_names and not focus:  # "How does ZephyrineNet work?"
             names = ", ".join(f"“{name}”" for name in retrieval.unknown_names[:3])
             notices.append(f"No paper in the list mentions {names}"
@@ -819,7 +823,7 @@ class Engine:
         """ "Which papers are related to X?" when X names one paper (its id, a name written with a capital or a
         digit such as CatVTON or Time-MoE, or half its title): X and its nearest papers. Otherwise [] and the
         question is searched as a list ("papers related to diffusion models" is a topic, not a paper)."""
-        if not name or _ANAPHORA.fullmatch(name):  # "related to ?", or "to it" with no answer before it
+        if not name or _PRONOUN.fullmatch(name):  # "related to ?", or "to it" with no answer before it
             answer = Answer(question=question, answer=NAME_THE_PAPER, mode="extractive", abstained=True,
                             citations=[], sources=[], notices=notices, answer_type="related",
                             timings={"total_ms": _ms(started, time.perf_counter())})
@@ -846,7 +850,7 @@ class Engine:
 
     def _names_paper(self, name: str) -> bool:
         """Whether "related to `name`" is answered by `_related` (a paper, or a request to name one)."""
-        return not name or bool(_ANAPHORA.fullmatch(name)) or self._named_paper(name) is not None
+        return not name or bool(_PRONOUN.fullmatch(name)) or self._named_paper(name) is not None
 
     def _topics(self, question: str, intent: Intent, notices: list[str], started: float
                 ) -> Iterator[Delta | Answer]:
@@ -861,7 +865,7 @@ class Engine:
         """What to search for a question and how to answer it: its type and the filters its words set
         (`rag.query.intent`; the caller's filters win), the follow-up's standalone query or focus papers, and a
         Chinese question's English terms (`rag.query.zh`)."""
-        query, focus, fallback, rewrite = self._standalone(question, history, llm)
+        query, focus, fallback, rewrite, nothing_before = self._standalone(question, history, llm)
         intent = parse(question, self._known_author, question_filters,
                        names_paper=lambda name: self._names_paper(focus[0] if focus else name))
         search = intent.query if query == question else parse(query, self._known_author).query
@@ -870,7 +874,8 @@ class Engine:
         given = (("decisions", decisions, intent.decisions), ("author", author, intent.author))
         filters = Filters(tuple(decisions) or tuple(intent.decisions), author or intent.author,
                           tuple(name for name, mine, theirs in given if theirs and not mine))
-        return Plan(intent, search, focus, filters, fallback, query if query != question else "", rewrite, asked)
+        return Plan(intent, search, focus, filters, fallback, query if query != question else "", rewrite, asked,
+                    nothing_before)
 
     def _rewrites(self, plan: Plan) -> bool:
         """Whether a question is rewritten for retrieval by the LLM (`rag.generation.rewrite`): with `llm_rewrite` on,
@@ -886,35 +891,109 @@ class Engine:
                                self.settings.support_max_sentences)
 
     def _standalone(self, question: str, history: list[dict[str, Any]] | None, llm: ChatClient | None
-                    ) -> tuple[str, list[str], str, rewriting.Rewrite | None]:
+                    ) -> tuple[str, list[str], str, rewriting.Rewrite | None, bool]:
         """(query to retrieve with, papers of the previous answer it is about, fallback reason, the LLM's rewrite for
-        search if it was asked here). A follow-up that refers to the previous answer's papers is answered from them;
-        otherwise the LLM, when there is one, rewrites a follow-up into a standalone question. Only a question that
-        leans on the history (a pronoun, an ellipsis: `standalone_question` glues those to the last one) is
-        rewritten: on a CPU server a call costs seconds, and a question that changes topic gains nothing from it.
-        With `llm_rewrite` on, the same call also rewrites it for search (`rag.generation.rewrite`): one call, not
-        two."""
+        search if it was asked here, whether the previous answer found no paper to lean on).
+
+        Whether a turn leans on the conversation is decided by the evidence, not by its words (issue 53: "the heads"
+        and "that size" lean without a pronoun, "Which one was it?" ending a new question does not): the turn is
+        searched as it stands (`_alone`), and it is a follow-up about the previous answer's papers
+        (`previous_papers`) unless its own search answers it (`decide`: the gate's outcome) from a paper those
+        papers match clearly worse (`AnswerPolicy.follow_up_share`). A turn after an answer that found no paper
+        (not covered, unsure) has none to lean on and is a new question. A turn after an answer whose papers are not
+        known (a history without `paper_ids` whose text names no title) that its own search does not answer is read
+        once more: with an LLM as the LLM rewrites it with the conversation (the same
+        call also rewrites it for search, `rag.generation.rewrite`, with `llm_rewrite` on; on a CPU server a call
+        costs seconds, so a turn its own search answers is not sent); without one, or when the call fails, glued to
+        the previous question ("And for video?"), kept only if that reading's papers answer."""
         turns = [t for t in history or [] if t.get("role") in ("user", "assistant") and t.get("content")]
+        last = next((t for t in reversed(turns) if t["role"] == "assistant"), None)
+        if last is None:
+            return question, [], "", None, False
+        if not answered(last):
+            return question, [], "", None, True
         state = self.retriever.state
-        named = named_papers(question, state.names) if turns else []  # only a conversation has papers to tell apart
+        named = named_papers(question, state.names)
         focus = previous_papers(question, turns, state.papers, named, state.names)  # the corpus's names, built once
         if named and not focus:  # it names a paper the previous answer did not cite: it stands alone
-            return question, [], "", None
-        if focus or llm is None or not turns or standalone_question(question, turns) == question:
-            return (question if focus else standalone_question(question, turns)), focus, "", None
+            return question, [], "", None, False
+        alone = self._alone(question)
+        if focus:  # a follow-up, or a new question searched as it stands (read with the conversation, it is not)
+            record = parse(question, self._known_author).type in RECORD_TYPES  # "Who wrote it?"
+            return question, focus if self._leans(alone, focus, record) else [], "", None, False
+        if len(question) > FOLLOW_UP_CHARS or (alone is not None and decide(alone, self.settings) == "answered"):
+            return question, [], "", None, False
+        fallback, rewrite = "", None
+        if llm is not None:
+            rewritten = self._rewritten(question, turns, llm)
+            if not rewritten[2]:
+                return rewritten
+            fallback, rewrite = rewritten[2], rewritten[3]  # the call failed: read as without an LLM, with why
+        asked = next((t["content"] for t in reversed(turns) if t["role"] == "user"), "")
+        # The two together are cut to MAX_QUESTION_CHARS like any question (the previous one loses its end).
+        asked = asked[:max(0, MAX_QUESTION_CHARS - len(question) - 1)].rstrip()
+        glued = self._alone(f"{asked} {question}") if asked else None
+        if glued is not None and decide(glued, self.settings) == "answered":
+            return f"{asked} {question}", [], fallback, rewrite, False
+        return question, [], fallback, rewrite, False
+
+    def _alone(self, question: str) -> Retrieval | None:
+        """The retrieval of a turn read as it stands (its search terms, a Chinese turn's English ones), for
+        `_standalone` to weigh; None when its words leave nothing to search ("Who wrote it?")."""
+        intent = parse(question, self._known_author)
+        search = zh.retrieval_query(intent.query)
+        if not search.strip():
+            return None
+        found = self.retriever.retrieve(search, RetrievalParams.from_settings(self.settings))
+        found.asked = intent.query if zh.has_chinese(intent.query) else ""
+        return found
+
+    def _leans(self, alone: Retrieval | None, focus: list[str], record: bool = False) -> bool:
+        """Whether a turn is about the previous answer's papers (`focus`) rather than a new question. It is new when
+        it brings a subject of its own, a word no paper of a large collection holds (an English turn that asks no
+        record, `record`: "Which papers forecast volcanic eruptions?" after an answer on point clouds); or when its
+        own search
+        (`alone`) finds a paper outside `focus` that it matches closely (the paper's best chunk at cosine
+        `AnswerPolicy.follow_up_found` or more) and that `focus` matches clearly worse (its best chunk under
+        `AnswerPolicy.follow_up_share` of that cosine, and less of the turn's topic, `Hit.topical`). "What datasets
+        did they evaluate on?" matches its paper about as well as any other (a follow-up); "... Which one was it?"
+        after an answer on another subject finds its own paper far better than that answer's (new)."""
+        if alone is None or not alone.hits or alone.hits[0].paper.paper_id in focus:
+            return True
+        within = self.retriever.retrieve(alone.question, RetrievalParams.from_settings(
+            self.settings, k=len(focus), paper_ids=tuple(focus)), alone.query_vector)
+        # A subject of its own: a word no paper of the collection holds, so neither do these. Not for a question
+        # about a paper's record ("Was it an oral?": no abstract says "oral"), nor a Chinese turn, whose English terms
+        # are a glossary's synonyms for its words, nor in a small collection, where most words are missing (where
+        # the learned gate applies: `abstain.applies`).
+        if (not record and not zh.has_chinese(alone.asked) and abstain.applies(alone)
+                and any(alone.term_df.get(t, 0) == 0 for t in alone.terms)):
+            return False
+        top = alone.hits[0]
+        policy = self.settings.policy
+        if top.dense is None or top.dense < policy.follow_up_found:
+            return True
+        best = max(within.hits, key=lambda h: h.dense if h.dense is not None else -1.0, default=None)
+        if best is None:
+            return True
+        if top.topical > 0 and max(h.topical for h in within.hits) >= top.topical:  # as much of its topic
+            return True
+        return best.dense is not None and best.dense >= policy.follow_up_share * top.dense
+
+    def _rewritten(self, question: str, turns: list[dict[str, Any]], llm: ChatClient
+                   ) -> tuple[str, list[str], str, rewriting.Rewrite | None, bool]:
+        """The turn as the LLM rewrites it to stand alone with the conversation (and, with `llm_rewrite` on, for search
+        in the same call); the turn as it stands when the call fails, with the reason (the third item)."""
         if self.settings.llm_rewrite:
             found = rewriting.ask(llm, self.templates, question, turns)
-            if found.fallback:
-                return standalone_question(question, turns), [], found.fallback, found
-            return found.standalone or standalone_question(question, turns), [], "", found
-        transcript = rewriting.transcript(turns)
-        prompt = prompts.fill(self.templates["condense"], history=transcript, question=question)
+            return (question if found.fallback else found.standalone or question), [], found.fallback, found, False
+        prompt = prompts.fill(self.templates["condense"], history=rewriting.transcript(turns), question=question)
         try:
             rewritten = llm.complete([{"role": "user", "content": prompt}], max_tokens=96)
         except LLMError as exc:
-            return standalone_question(question, turns), [], str(exc), None
+            return question, [], str(exc), None, False
         rewritten = " ".join(rewritten.split()).strip('"')[:MAX_QUESTION_CHARS]
-        return rewritten or question, [], "", None
+        return rewritten or question, [], "", None, False
 
     def _known_author(self, name: str) -> bool:
         """Whether an author of the collection has this name (the question's "by X" becomes a filter only then)."""

@@ -199,6 +199,9 @@ class Turn(BaseModel):
     role: Literal["user", "assistant"]
     content: str = Field(description="What was said.")
     paper_ids: list[str] | None = Field(None, description="For an assistant turn: the paper_ids of that ask result.")
+    outcome: Literal["answered", "unsure", "not_covered"] | None = Field(
+        None, description="For an assistant turn: the outcome of that ask result (after one that found no paper, a "
+                          "follow-up has none to lean on and is searched as a new question).")
 
 
 def _ref(paper: Any) -> dict[str, Any]:
@@ -301,7 +304,7 @@ ASK = ("Answer a question about the papers from their abstracts, citing them as 
        "X, was X an oral, where to read X, which / how many papers on X (with a "
        "relevance bar), compare X and Y, which papers are related to X, which topics have the most orals. Filters "
        "may be written in the question ('orals on X', 'papers by <author>'). For a follow-up, pass the earlier "
-       "turns as history, with each assistant turn's paper_ids from its result.")
+       "turns as history, with each assistant turn's paper_ids and outcome from its result.")
 GET_PAPER = ("The whole record of one paper: id, title, authors, decision, venue, year, link and the full "
              "abstract. Give its paper_id, its OpenReview link, its title, or words of its title that only one "
              "paper has.")

@@ -31,7 +31,7 @@ def _make_var(name: str) -> list[str]:
 def test_make_eval_and_eval_llm_run_the_manifest_sets_in_its_order():
     eval_sets = _make_var("EVAL_SETS")
     assert eval_sets == [str(s.path.relative_to(ROOT)) for s in manifest.sets(corpus="iclr2025")]
-    assert len(eval_sets) == 46 and eval_sets[0] == "eval/questions/seeds_dev.jsonl"
+    assert len(eval_sets) == 47 and eval_sets[0] == "eval/questions/seeds_dev.jsonl"
     llm_sets = _make_var("LLM_EVAL_SETS")
     assert llm_sets == [str(s.path.relative_to(ROOT)) for s in manifest.sets(llm=True)]
     assert llm_sets[:2] == ["eval/questions/describe_dev.jsonl", "eval/questions/zh_dev.jsonl"]
@@ -78,7 +78,7 @@ def test_the_command_line_prints_paths_and_the_table():
                                                     ("corpus_none_v4", "chains_heldout", "topics_heldout", "absent_v5")]
     table = subprocess.run(["python3", "eval/manifest.py", "--table"], cwd=ROOT, capture_output=True, text=True,
                            timeout=60, check=True).stdout
-    assert table.count("\n| `") == 47 and "| `describe_final18` | read | 96 |" in table
+    assert table.count("\n| `") == 48 and "| `describe_final18` | read | 96 |" in table
 
 
 def test_the_readme_table_of_the_sets_is_the_manifest():

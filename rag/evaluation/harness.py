@@ -1,7 +1,8 @@
 """Evaluation: question sets -> metrics per retrieval configuration, through the same `Engine.ask` the app uses.
 
 Question format (JSON lines): {"qid", "kind": "single"|"multi"|"none"|"followup", "question", "turns" (followup:
-[first question, follow-up]), "gold": [paper id, or the first 60 characters of the gold abstract],
+[first question, follow-up], asked with the app's own first answer as history; "standalone": true for a new
+question, gold empty for one no paper answers), "gold": [paper id, or the first 60 characters of the gold abstract],
 "answer_facts": [short strings a correct answer contains]}. A gold entry matches a paper whose id equals it or
 whose abstract starts with it (whitespace and case ignored).
 
@@ -111,15 +112,26 @@ def load_questions(paths: list[Path], kinds: list[str] | None = None) -> list[di
     return out
 
 
+def searched_as(q: dict) -> str:
+    """What a question set's row is searched as by the gate's offline fits and curves (eval/train_verifier.py,
+    eval/abstain_curve.py, eval/calibrate.py), which retrieve without the app's conversation: a follow-up about its
+    first turn's paper (`"standalone"` not true) glued to that first turn, any other question alone."""
+    if q["kind"] == "followup" and not q.get("standalone"):
+        return f"{q['turns'][0]} {q['question']}"
+    return q["question"]
+
+
 def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
     """One row per question, and their summary."""
     rows = []
     for q in questions:
         history = None
-        if q["kind"] == "followup":
+        first = None
+        if q["kind"] == "followup":  # the app's own first answer is the history, as a user of the page has it
             first = engine.ask(q["turns"][0], k=k)
             history = [{"role": "user", "content": q["turns"][0]},
-                       {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids}]
+                       {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids,
+                        "outcome": first.outcome}]
         started = time.perf_counter()
         topic = q["kind"] == "multi" and q.get("type") in ("list", "count")
         answer = engine.ask(q["question"], history=history, k=k, limit=0 if topic else None)  # the whole list
@@ -140,6 +152,9 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
             "searched_alone": (q["turns"][0] not in answer.retrieval_query and not answer.focus)
             if q["kind"] == "followup" else None,
             "expected_alone": q.get("standalone"),
+            "leaned": bool(answer.focus) if first is not None else None,
+            "first_cited_gold": any(matches(g, c.paper_id, c.text) for g in golds for c in first.citations)
+            if first is not None else None,
             "abstained": answer.abstained, "outcome": answer.outcome, "confidence": answer.confidence,
             "mode": answer.mode,
             "cited_gold": any(matches(g, s.paper_id, s.text) for g in q.get("gold", []) for s in answer.citations),
@@ -208,10 +223,13 @@ def summarize(rows: list[dict]) -> dict:
         xs = list(xs)
         return round(sum(xs) / len(xs), 3) if xs else None
 
-    single = [r for r in rows if r["kind"] in ("single", "followup")]
+    def unanswerable(r: dict) -> bool:  # a follow-up with no gold paper: after a topic no paper covers
+        return r["kind"] == "none" or (r["kind"] == "followup" and not r["ranks"])
+
+    single = [r for r in rows if r["kind"] == "single" or (r["kind"] == "followup" and r["ranks"])]
     multi = [r for r in rows if r["kind"] == "multi"]
-    none = [r for r in rows if r["kind"] == "none"]
-    answerable = [r for r in rows if r["kind"] != "none"]
+    none = [r for r in rows if unanswerable(r)]
+    answerable = [r for r in rows if not unanswerable(r)]
     first = [r["ranks"][0] if r["ranks"] else None for r in single]
     ms = sorted(r["ms"] for r in rows)
     return {
@@ -232,7 +250,31 @@ def summarize(rows: list[dict]) -> dict:
         "ms_p95": round(ms[int(0.95 * (len(ms) - 1))], 1) if ms else None,
         **outcome_shares(answerable, none),
         **llm_summary(rows),
+        **chain_summary(rows),
     }
+
+
+# Two-turn chains (`"kind": "followup"`, issue 53): a second turn about the first answer's paper ("standalone":
+# false, or not given) cites its gold paper; a new question ("standalone": true, with gold) finds its paper first;
+# one after a topic no paper covers (gold empty) is not answered.
+CHAIN_METRICS = ["followups", "leaning_cited_gold", "leaning_first_cited_gold", "new_hit@1", "no_paper_answered"]
+
+
+def chain_summary(rows: list[dict]) -> dict[str, Any]:
+    """The CHAIN_METRICS of the follow-up rows ({} without any)."""
+    chains = [r for r in rows if r["kind"] == "followup"]
+    if not chains:
+        return {}
+
+    def mean(xs: list[bool]) -> float | None:
+        return round(sum(xs) / len(xs), 3) if xs else None
+
+    leaning = [r for r in chains if not r.get("expected_alone") and r["ranks"]]  # unmarked: about the first turn
+    new = [r for r in chains if r.get("expected_alone") and r["ranks"]]
+    return {"followups": len(chains), "leaning_cited_gold": mean([r["cited_gold"] for r in leaning]),
+            "leaning_first_cited_gold": mean([r["first_cited_gold"] for r in leaning]),
+            "new_hit@1": mean([r["ranks"][0] == 1 for r in new]),
+            "no_paper_answered": mean([r.get("outcome") == "answered" for r in chains if not r["ranks"]])}
 
 
 # The three outcomes (`Answer.outcome`) per kind of question: "answerable_not_covered" is the false refusal of
@@ -343,6 +385,21 @@ class Report:
                 lines.append(("" if set_name is None else f"| {set_name} ") + f"| {name} | " + " | ".join(cells) + " |")
         return "\n".join(lines)
 
+    def chain_table(self) -> str:
+        """Per set with follow-ups, for each configuration: the CHAIN_METRICS; "" without follow-ups."""
+        first = next(iter(self.results.values()), {})
+        sets = [name for name, summary in (first.get("by_set") or {}).items() if summary.get("followups")]
+        if not first.get("summary", {}).get("followups"):
+            return ""
+        lines = ["Two-turn chains (the app's own first answer as history):", "",
+                 "| set | config | " + " | ".join(CHAIN_METRICS) + " |", "|" + "---|" * (len(CHAIN_METRICS) + 2)]
+        for set_name in [*sets, "all"]:
+            for name, result in self.results.items():
+                summary = result["by_set"][set_name] if set_name in sets else result["summary"]
+                lines.append(f"| {set_name} | {name} | " + " | ".join(_cell(summary.get(m)) for m in CHAIN_METRICS)
+                             + " |")
+        return "\n".join(lines) + "\n\n"
+
     def outcome_table(self) -> str:
         """Per set, for each configuration: the share of each outcome (answered / unsure / not covered) among the
         answerable questions and among the unanswerable ones."""
@@ -426,12 +483,14 @@ class Report:
         meta = "\n".join(f"- {key}: {value}" for key, value in self.meta.items())
         md.write_text(f"# Evaluation: {self.name}\n\n{meta}\n\n{self.table()}\n\n{self.outcome_table()}"
                       f"{self.list_table()}"
-                      f"{self.llm_table()}{self.type_table()}"
+                      f"{self.llm_table()}{self.chain_table()}{self.type_table()}"
                       "hit@k, MRR and nDCG@10 over questions with one gold paper (single + follow-up); "
                       "multi_recall@10 over multi-paper questions; abstention_on_none over unanswerable questions; "
                       "false_refusal, cited_gold and cite_precision (citations on a gold or judged-relevant "
                       "paper) over answerable ones; fabricated = citations removed; "
-                      "ms = time of `Engine.ask` per question.\n", encoding="utf-8")
+                      "ms = time of `Engine.ask` per question. Chains: leaning_cited_gold over second turns about the "
+                      "first answer's paper, new_hit@1 over new questions asked after a first turn, "
+                      "no_paper_answered over second turns after a topic no paper covers.\n", encoding="utf-8")
         written = [md, js]
         if _plot(self, png):
             written.append(png)

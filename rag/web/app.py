@@ -241,7 +241,8 @@ class ChatApp:
         # Earlier turns come from the answers kept server-side, not from the chat's rendered Markdown.
         turns = [t for a in answers for t in ({"role": "user", "content": a["question"]},
                                               {"role": "assistant", "content": a["answer"],
-                                               "paper_ids": [c["paper_id"] for c in a["citations"]]})]
+                                               "paper_ids": [c["paper_id"] for c in a["citations"]],
+                                               "outcome": a.get("outcome")})]
         export_id = export_id or secrets.token_urlsafe(16)  # the export folder's name: the server's, not the client's
         history += [{"role": "user", "content": inert(message)}, {"role": "assistant", "content": ""}]
         text = ""
@@ -429,11 +430,12 @@ class ChatApp:
     def ask_api(self, question: str, history: list[dict] | None = None, k: int = 5,
                 decisions: list[str] | None = None, author: str = "", limit: int | None = None) -> dict:
         """Answer a question from the indexed abstracts. history: [{"role": "user"|"assistant", "content": ...,
-        "paper_ids": [...] (optional: the papers that answer cited)}]; k: papers to retrieve (1-50); decisions:
-        e.g. ["Accept (Oral)"] or ["oral"]; author: part of a name. Filters written in the question ("orals on
-        X", "papers by Y") apply when these are not given. limit: how many papers of a list or count the answer
-        shows (default 10; 0: all; `listed` says how many there are). Returns the Answer as JSON: answer,
-        answer_type, listed, filters, mode, abstained, citations, sources, timings."""
+        "paper_ids": [...] (optional: the papers that answer cited), "outcome": "answered" | "unsure" | "not_covered"
+        (optional: that answer's outcome; after one that found no paper a follow-up has none to lean on)}]; k:
+        papers to retrieve (1-50); decisions: e.g. ["Accept (Oral)"] or ["oral"]; author: part of a name. Filters
+        written in the question ("orals on X", "papers by Y") apply when these are not given. limit: how many papers
+        of a list or count the answer shows (default 10; 0: all; `listed` says how many there are). Returns the
+        Answer as JSON: answer, answer_type, listed, filters, mode, abstained, citations, sources, timings."""
         try:
             return self.engine.ask(question, history=history, k=k, decision=decisions or None,
                                    author=author or None, limit=limit).to_dict()

@@ -293,9 +293,10 @@ def test_a_follow_up_asking_beyond_its_paper_is_unsure_and_one_it_answers_is_ans
     assert first.citations[0].title == "An Undetectable Watermark for Generative Image Models"
     history = [{"role": "user", "content": WATERMARK},
                {"role": "assistant", "content": first.answer, "paper_ids": first.cited_ids}]
+    # Its own search finds audio papers the watermark paper matches far worse, so it is read as a new question
+    # (issue 53: the evidence decides, not "that approach"); none of them answers it either: unsure, not a "yes".
     beyond = corpus_engine.ask("Has that approach also been tested on audio or speech generators?", history=history)
-    assert beyond.focus == first.cited_ids and beyond.outcome == "unsure" and beyond.answer.startswith(UNSURE)
-    assert beyond.citations[0].title == first.citations[0].title  # its paper still quoted, as the closest
+    assert beyond.outcome == "unsure" and beyond.answer.startswith(UNSURE)
     within = corpus_engine.ask("Does it work for diffusion models?", history=history)  # its abstract says so
     assert within.focus == first.cited_ids and within.outcome == "answered"
     authors = corpus_engine.ask("Who are the authors?", history=history)  # a record, never "not covered"

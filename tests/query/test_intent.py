@@ -6,7 +6,7 @@ import re
 import pytest
 
 from rag.query.intent import comparison_sides, parse
-from rag.engine import previous_papers, standalone_question
+from rag.engine import answered, previous_papers
 
 KNOWN = {"yoshua bengio", "percy liang", "max tegmark"}
 
@@ -139,19 +139,25 @@ def test_a_filter_with_no_topic_lists_what_it_lets_through():
     assert parse("papers by Yoshua Bengio on world models", known).has_topic
 
 
-def test_follow_ups_lean_on_the_previous_turn_only_when_they_refer_to_it():
-    history = [{"role": "user", "content": "What is the best recipe for sourdough bread?"},
-               {"role": "assistant", "content": "Not covered.", "paper_ids": []},
-               {"role": "user", "content": "Which paper introduces Switch sparse autoencoders?"},
+def test_a_follow_ups_candidate_is_the_previous_answers_paper_whatever_its_words_and_none_after_no_answer():
+    """Which paper a turn would lean on does not hang on a pronoun ("What share of the heads are like that?" has
+    none); whether it leans is the evidence's call (`Engine._standalone`, tests/query/test_followups.py). After an
+    answer that found no paper (its outcome, or its text's opening when a client passes none) there is none."""
+    history = [{"role": "user", "content": "Which paper introduces Switch sparse autoencoders?"},
                {"role": "assistant", "content": "... [1].", "paper_ids": ["k2ZVAzVeMP"]}]
-    # A complete question stands alone, however short.
-    for question in ("Which papers use diffusion models?", "Diffusion models?", "Who wrote the paper about BirdSet?"):
-        assert standalone_question(question, history) == question and previous_papers(question, history) == []
-    # A pronoun refers to the papers the previous answer cited; an ellipsis continues its topic.
-    for question in ("Who wrote it?", "What data did they evaluate on?", "Is the paper an oral?", "它用了什么数据？"):
+    for question in ("Who wrote it?", "What data did they evaluate on?", "它用了什么数据？", "那个方法需要什么假设？",
+                     "What share of the features are dead?", "How big is that model?"):
         assert previous_papers(question, history) == ["k2ZVAzVeMP"], question
-    assert standalone_question("And for vision transformers?", history) == \
-        "Which paper introduces Switch sparse autoencoders? And for vision transformers?"
+    for said, outcome in (("Not covered: the collection does not appear to cover this question.", None),
+                          ("Unsure: none of the papers clearly answers this. The closest are: ... [1]", None),
+                          ("未涵盖：这个论文集似乎没有涉及这个问题。", None),
+                          ("不确定：没有一篇论文明确回答这个问题。", None),
+                          ("The closest papers ... [1]", "unsure"), ("... [1]", "not_covered")):
+        after = [{"role": "user", "content": "Which papers forecast volcanic eruptions?"},
+                 {"role": "assistant", "content": said, "paper_ids": ["k2ZVAzVeMP"],
+                  **({"outcome": outcome} if outcome else {})}]
+        assert not answered(after[-1]) and previous_papers("How many volcanoes did they train on?", after) == []
+    assert answered({"role": "assistant", "content": "Not covered: ... [1]", "outcome": "answered"})
 
 
 def test_a_follow_up_picks_the_previous_papers_it_means_and_a_named_paper_stands_alone():
@@ -177,7 +183,7 @@ def test_a_follow_up_picks_the_previous_papers_it_means_and_a_named_paper_stands
     # A long paste says "it" and "they" of itself: not a follow-up (FOLLOW_UP_CHARS).
     pasted = "We study diffusion models for molecules. " * 12 + "They generate 3D conformers. Is there work like it?"
     assert len(pasted) > 400
-    assert previous_papers(pasted, history) == [] and standalone_question(pasted, history) == pasted
+    assert previous_papers(pasted, history) == []
     # A question naming a paper (`named`, from the title names) is about it: within the answer if it was cited, else
     # not a follow-up at all.
     assert previous_papers("Why does Drama use Mamba for its world model?", history, named=["drama"]) == []
