@@ -55,6 +55,11 @@ from eval import manifest  # noqa: E402
 # eval/sample_describe.py (`pool = "older"`: papers the older, named-question sets use, once the first order, papers
 # no set uses, ran out) may share papers with those older sets, never with another describe set.
 SETS = [s.path for s in manifest.load() if s.name.startswith("describe_")]
+# The sets the manifest lists after its last describe set were written after every describe set, on any paper: a
+# later set's use of a paper cannot unblind a describe set written before it, so their papers are not held against
+# the describe sets. A new describe set goes after them and is checked against them all.
+_LAST = max(i for i, s in enumerate(manifest.load()) if s.name.startswith("describe_"))
+LATER = {s.path.resolve() for s in manifest.load()[_LAST + 1:]}
 OLDER_POOL = {s.path for s in manifest.load() if s.name.startswith("describe_") and s.pool == "older"}
 COMMON_DF = 0.02  # a name or 3-gram used by this share of papers or more is the field's, not the paper's
 RARE_DF = 0.005  # a word used by fewer papers than this share is a rare term
@@ -303,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=ROOT / "rag" / "data" / "iclr2025.jsonl")
     args = parser.parse_args(argv)
     corpus = Corpus(args.corpus)
-    skip = {p.resolve() for p in SETS} | {p.resolve() for p in args.sets}
+    skip = {p.resolve() for p in SETS} | {p.resolve() for p in args.sets} | LATER
     used = used_elsewhere(skip, corpus)
     # A set on the older pool may share papers with the older sets, not with another describe set: every describe set
     # not checked in this run is read for it (those checked in it meet each other through `mine` below), so a set
