@@ -305,7 +305,7 @@ def soak(request) -> bool:
 
 @pytest.fixture(scope="session")
 def llama_server(tmp_path_factory):
-    """A real llama.cpp server (llama-cpp-python's, built into .venv-llm by `make llm-deps`, which `make test`
+    """A real llama.cpp server (llama-cpp-python's, built into .venv-llm by `make llm-deps`, which `make test-llm`
     runs) serving SmolLM2-135M-Instruct on 127.0.0.1, started once for the session by the same script as
     `make llm-server`. Missing, it is a failure naming the fix, not a skip."""
     import subprocess
@@ -317,7 +317,7 @@ def llama_server(tmp_path_factory):
 
     python = ROOT / ".venv-llm" / "bin" / "python"
     if not python.exists():
-        pytest.fail("the llama.cpp server is not installed: run `make llm-deps` (once; `make test` does it)")
+        pytest.fail("the llama.cpp server is not installed: run `make llm-deps` (once; `make test-llm` does it)")
     port, model = free_port(), "smollm2-135m"
     # Half the cores (one on a 2-core CI machine): llama.cpp's threads meet at a barrier after every layer and spin
     # while they wait, so with the other test worker (and its servers and browser) busy on the other core, a

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.slow
 SAE = "Is there work on making sparse autoencoders cheaper to train?"
 # What a source checkout holds that a wheel build must not need (the wheel is built from a copy without them); the
 # mpnet weights (rag/models/mpnet/, 438 MB) and their downloaded parts (.cache/) are not package data either, nor are
-# the other git-ignored local directories: the llama.cpp venv (.venv-llm, which `make test` builds first: hundreds
+# the other git-ignored local directories: the llama.cpp venv (.venv-llm, which `make test-llm` builds: hundreds
 # of MB, copied for nothing before), eval and soak indexes, hypothesis' database.
 NOT_BUILT_FROM = (".git", ".venv", ".venv-llm", ".rag", ".rag-eval", ".rag-soak", ".hypothesis", ".gradio",
                   "*.egg-info", "build", "dist", "__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "tests",
