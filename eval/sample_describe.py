@@ -41,14 +41,14 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from eval.check_describe import ROOT, SETS, Corpus, used_elsewhere  # noqa: E402
+from eval.check_describe import LATER, ROOT, SETS, Corpus, used_elsewhere  # noqa: E402
 
 SEED = 2929
 
 
 def order(corpus: Corpus, seed: int = SEED, pool: str = "fresh") -> list[str]:
     """The papers in writing order: `fresh`, those no other set uses; `older`, those only the older sets use."""
-    used = used_elsewhere({p.resolve() for p in SETS}, corpus)
+    used = used_elsewhere({p.resolve() for p in SETS} | LATER, corpus)  # sets written after every describe set: out
     fresh = pool == "fresh"
     ids = sorted(pid for pid, rec in corpus.records.items()
                  if (pid not in used) == fresh and rec.get("abstract", "").strip())

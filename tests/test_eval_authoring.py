@@ -31,7 +31,11 @@ def test_the_paper_order_still_gives_every_describe_question_its_paper():
 
 def test_the_sets_over_the_list_pass_check_sets(capsys):
     # types_dev3 is left out: its counts and lists have 9-14 papers on purpose, above check_sets' 2-8 per type.
-    paths = [str(s.path) for s in manifest.sets(corpus="iclr2025") if s.corpus == "iclr2025" and s.name != "types_dev3"]
+    # The sets listed after the last describe set were not written with check_sets (eval/check_describe.py LATER).
+    from eval.check_describe import LATER
+
+    paths = [str(s.path) for s in manifest.sets(corpus="iclr2025")
+             if s.corpus == "iclr2025" and s.name != "types_dev3" and s.path.resolve() not in LATER]
     assert len(paths) == 38
     assert check_sets.main([*paths, "--corpus", str(CORPUS)]) == 0, capsys.readouterr().out[-2000:]
 

@@ -263,7 +263,7 @@ def test_a_title_only_source_is_shown_to_the_model_as_having_no_abstract(tmp_pat
     engine = Engine(Settings(data_dir=tmp_path / "index", llm_model="fake-chat", llm_base_url=server.base_url,
                              llm_timeout=TIMEOUT))
     engine.ingest([DATA / "papers_small.jsonl", DATA / "papers_title_only.jsonl"])
-    answer = engine.ask("Which papers use speculative decoding to accelerate autoregressive image generation?")
+    answer = engine.ask("How is speculative decoding used to accelerate autoregressive image generation?")
     jacobi = next(s for s in answer.sources if s.paper_id == "LZfjxvqw0N")
     prompt = server.chat_requests()[-1]["body"]["messages"][1]["content"]
     assert (f'<source n="{jacobi.n}">\nTitle: {jacobi.title}\nAbstract: (not available: title and authors only)\n'
