@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import sys
 from pathlib import Path
@@ -120,3 +121,41 @@ def start_chroma(path: Path, port: int, output=None):
         except OSError:
             assert proc.poll() is None and time.time() < deadline, "chroma run did not start"
             time.sleep(0.2)
+
+
+def chromium_page(url: str):
+    """A headless Debian chromium page (Playwright) at `url` once its question box is there, for a module's browser
+    tests: a context manager yielding the page."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def opened():
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=shutil.which("chromium") or "/usr/bin/chromium", headless=True,
+                                        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                              "--disable-component-update", "--no-first-run", "--disable-sync",
+                                              "--disable-quic"])
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url + "/")
+            page.wait_for_selector("#question textarea")
+            try:
+                yield page
+            finally:
+                browser.close()
+
+    return opened()
+
+
+def ask_and_wait(page, question: str, answers_before: int) -> None:
+    """Ask in the page and wait for the whole event chain (the session line is written last): a click while the
+    previous answer's event is pending is dropped by Gradio."""
+    page.fill("#question textarea", question)
+    page.click("#ask")
+    page.wait_for_function(
+        f"document.querySelectorAll('#chat [data-testid=bot]').length > {answers_before} && "
+        "document.querySelector('#sources h3') && "
+        f"document.querySelector('#sources h3').innerText.includes('answer {answers_before + 1}') && "
+        f"/This session: {answers_before + 1} answers?\\b/.test(document.querySelector('#session-totals').innerText)",
+        timeout=120_000)

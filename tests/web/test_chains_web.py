@@ -9,7 +9,7 @@ import os
 import shutil
 
 import pytest
-from helpers import api_ask
+from helpers import api_ask, ask_and_wait, chromium_page
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -31,30 +31,14 @@ def app(corpus_engine):
 
 @pytest.fixture(scope="module")
 def page(app):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--no-first-run", "--disable-sync", "--disable-quic"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(app + "/")
-        page.wait_for_selector("#question textarea")
+    with chromium_page(app) as page:
         yield page
-        browser.close()
 
 
 def ask(page, question: str, answers_before: int) -> tuple[str, list[str]]:
     """Ask, wait for the whole event chain (the session line is written last, as tests/web/test_outcomes_web.py
     waits), and return the answer's text and its source cards' titles."""
-    page.fill("#question textarea", question)
-    page.click("#ask")
-    page.wait_for_function(
-        f"document.querySelectorAll('#chat [data-testid=bot]').length > {answers_before} && "
-        "document.querySelector('#sources h3') && "
-        f"document.querySelector('#sources h3').innerText.includes('answer {answers_before + 1}') && "
-        f"/This session: {answers_before + 1} answers?\\b/.test(document.querySelector('#session-totals').innerText)",
-        timeout=120_000)
+    ask_and_wait(page, question, answers_before)
     text = page.locator("#chat [data-testid=bot]").last.inner_text()
     return text, [t for t in page.locator("#sources .src-card .src-title").all_inner_texts() if t]
 

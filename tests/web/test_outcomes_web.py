@@ -9,7 +9,7 @@ import re
 import shutil
 
 import pytest
-from helpers import COVERED, NEAR_MISS, UNCOVERED, api_ask
+from helpers import COVERED, NEAR_MISS, UNCOVERED, api_ask, ask_and_wait, chromium_page
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -28,30 +28,11 @@ def app(corpus_engine):
 
 @pytest.fixture(scope="module")
 def page(app):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--no-first-run", "--disable-sync", "--disable-quic"])
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(app + "/")
-        page.wait_for_selector("#question textarea")
+    with chromium_page(app) as page:
         yield page
-        browser.close()
 
 
-def ask(page, question: str, answers_before: int) -> None:
-    """Ask and wait for the whole event chain (the session line is written last), as tests/web/test_web.py does:
-    a click while the previous answer's event is pending is dropped by Gradio."""
-    page.fill("#question textarea", question)
-    page.click("#ask")
-    page.wait_for_function(
-        f"document.querySelectorAll('#chat [data-testid=bot]').length > {answers_before} && "
-        "document.querySelector('#sources h3') && "
-        f"document.querySelector('#sources h3').innerText.includes('answer {answers_before + 1}') && "
-        f"/This session: {answers_before + 1} answers?\\b/.test(document.querySelector('#session-totals').innerText)",
-        timeout=120_000)
+ask = ask_and_wait
 
 
 def test_each_outcome_has_its_own_label_look_and_card_score_wording(page, app):
