@@ -373,7 +373,11 @@ def generated(path: Path) -> list[tuple]:
     excluded, test_terms = train_abstain.held_out_of_generation()
     items, _ = train_abstain.generate(papers, excluded, test_terms, random.Random(train_abstain.SEED))
     cache = pickle.loads(path.read_bytes())
-    return [(cache[q], label) for q, label, _ in items]
+    missing = sum(q not in cache for q, _, _ in items)
+    if missing:  # the manifest's sets changed since the cache was written: they decide which papers are left out
+        print(f"  {missing} of {len(items)} generated questions are not in {path} (rerun train_abstain.py --cache "
+              "to ask them); fitting on the rest", flush=True)
+    return [(cache[q], label) for q, label, _ in items if q in cache]
 
 
 def main() -> int:
