@@ -1,4 +1,4 @@
-"""Leave whole sets out: does the reader (eval/reader_features.py) make the three-outcome gate better on question
+"""Leave whole sets out: does the reader (rag/answering/reader.py) make the three-outcome gate better on question
 sets it was neither fitted nor tuned on? (issue 51)
 
     python eval/gate_cv.py record --out dev.pkl                     # each dev question's Retrieval, asked once
@@ -36,8 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "eval"))
 
-from rag.answering import abstain  # noqa: E402
-import reader_features as reader  # noqa: E402
+from rag.answering import abstain, reader  # noqa: E402
 from gate_cv import SHIPPED_DEV_WEIGHT, fit, generated, named_features, predict, refused  # noqa: E402
 from tune_outcomes import COSTS, GRID, QUESTIONS  # noqa: E402
 
@@ -214,11 +213,15 @@ def main() -> int:
     print(f"reader features: {len(retrievals)} retrievals, {time.perf_counter() - started:.0f} s", flush=True)
     store = pickle.loads(args.features.read_bytes())
     cpu = np.array([store[key(r)][1] for r in retrievals if r is not None])
+    # abstain.features reads the reader too: give it the values just computed instead of a second model call each
+    known = {key(r): store[key(r)][0] for r in retrievals if r is not None}
+    live = reader.features
+    reader.features = lambda r, model=None, cache=None: list(known.get(key(r)) or live(r, model, cache))
     everything = all_features(retrievals, feats)
     dx, gen_x = {"all": everything[:len(rows)]}, {"all": everything[len(rows):]}
     dec = Decisions(rows)
     shipped = json.loads((ROOT / "rag" / "answering" / abstain.GATE_FILE).read_text(encoding="utf-8"))
-    base = list(abstain.FEATURES)
+    base = list(abstain.RETRIEVAL_FEATURES)  # the gate's features without the reader's
     no_form = [n for n in base if n not in abstain.FORM_FEATURES]
     named_reader = [f"named*{n}" for n in reader.FEATURES]
     candidates: list[tuple[str, list[str] | None, dict | None]] = [

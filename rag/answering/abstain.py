@@ -46,6 +46,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rag.answering import reader
 from rag.errors import RagError
 from rag.query import zh
 from rag.search.retrieve import Retrieval, tokenize
@@ -100,7 +101,12 @@ FORM_FEATURES = [
     "extension",         # it asks about more than the work ("also", "still", "beyond", "been applied to / tested on")
     "tail_missing",      # share of the words after that marker the top paper lacks while other papers use them
 ]
-FEATURES = [*BASE_FEATURES, "named_match", *(f"named*{name}" for name in BASE_FEATURES), *FORM_FEATURES]
+RETRIEVAL_FEATURES = [*BASE_FEATURES, "named_match", *(f"named*{name}" for name in BASE_FEATURES), *FORM_FEATURES]
+# The reader's (rag/answering/reader.py): the question's words read against the top papers' best sentences. Left out
+# of each of the 31 gate dev sets in turn (fitted and cut without it, eval/reader_lso.py), the pooled cost went 741.0
+# (refit without them) -> 627.0, unanswerable answered 0.147 -> 0.105, absent_v5 (blind-written absent topics and near
+# misses) 0.575 -> 0.275 (the weights before: 0.475); eval/DECISIONS.md, "The reader in the gate".
+FEATURES = [*RETRIEVAL_FEATURES, *reader.FEATURES]
 # A detail a question names, which the paper that answers it must mention: a word capitalised in mid-sentence
 # ("problems written in Spanish", "on ImageNet", "applied to CT scans") or a word with a digit ("3D", "GPT-4").
 # Near misses about a real paper describe it in other words, then ask for such a detail it lacks; an answerable
@@ -249,7 +255,9 @@ def features(retrieval: Retrieval) -> np.ndarray:
         missing_details,
     ], dtype=np.float64)
     named = float(bool(retrieval.named_match))
-    return np.concatenate([base, [named], base * named, form_features(retrieval, top1)])
+    # The reader's model call is for collections the gate speaks for (`applies`); elsewhere its weights are unused.
+    read = reader.features(retrieval) if retrieval.corpus_size >= MIN_PAPERS else [0.0] * len(reader.FEATURES)
+    return np.concatenate([base, [named], base * named, form_features(retrieval, top1), read])
 
 
 def form_features(retrieval: Retrieval, top1: set[str]) -> list[float]:

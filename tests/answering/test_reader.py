@@ -1,9 +1,9 @@
-"""The reader measured for the gate (eval/reader_features.py, eval/reader_lso.py): the question's words read
+"""The reader in the gate (rag/answering/reader.py, measured by eval/reader_lso.py): the question's words read
 against the best sentences of the top papers."""
 
 from __future__ import annotations
 
-from eval import reader_features as reader
+from rag.answering import reader
 from rag.search.retrieve import RetrievalParams
 
 

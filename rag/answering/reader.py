@@ -1,15 +1,19 @@
-"""A reader: does a sentence of the retrieved papers state what the question asks? Candidate features for the
-abstention gate (rag/answering/abstain.py) that read the question against the best sentences of the top papers word
-by word, instead of scoring the whole abstract. Measured by eval/reader_lso.py and not shipped (eval/DECISIONS.md,
-"A reader of question against sentence"): the app does not import this module.
+"""The reader: does a sentence of the retrieved papers state what the question asks? Features for the abstention
+gate (rag/answering/abstain.py) that read the question against the best sentences of the top papers word by word,
+where the gate's other features score nearness of the whole abstract.
 
-The question and a few sentences of the top papers (the title and the sentences the retrieval scored best, which
+Why: retrieval scores measure how near a paper is, so an absent topic next to a covered one ("speaker verification"
+beside speech recognition) or a detail a found paper never states ("which GPU?") looks as near as a question the paper
+answers. Reading word against word tells them apart: a paraphrase scores high ("quantize" against "quantization"), a
+word no sentence says anything like scores low ("robot arm" against an abstract about grasp planning). Measured by
+leaving whole question sets out (eval/reader_lso.py; eval/DECISIONS.md, "A reader of question against sentence").
+
+How: the question and a few sentences of the top papers (the title and the sentences the retrieval scored best, which
 it already holds) go through the shipped MiniLM (rag/store/embeddings.py) once, in one batch; each word gets the
-mean of its WordPiece states, which saw the sentence around it (contextual, ColBERT-style). Each content word of
-the question (a term BM25 searches by) is weighted by its inverse document frequency among the papers, and gets
-its best cosine over the words of the read sentences (MaxSim): a paraphrase scores high ("quantize" against
-"quantization"), a word no sentence says anything like scores low ("robot arm" against an abstract about grasp
-planning). Cost: one model call over the question and READ_TOP1 + READ_TOP2 short sentences and two titles.
+mean of its WordPiece states, which saw the sentence around it (contextual, ColBERT-style late interaction). Each
+content word of the question (a term BM25 searches by) is weighted by its inverse document frequency among the
+papers, and gets its best cosine over the words of the read sentences (MaxSim). A hand-written MaxSim because no
+dependency of the app offers late interaction over an ONNX model's token states.
 
 Features (`FEATURES`, in order):
 - reader_cover: IDF-weighted mean MaxSim of the question's words over the top paper's read sentences and title;
@@ -28,6 +32,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -42,17 +47,21 @@ FEATURES = ["reader_cover", "reader_sentence", "reader_rare_min", "reader_missin
 _WORDS = re.compile(r"\w+", re.UNICODE)
 _NUMBER = re.compile(r"\d|\b(?:two|three|four|five|six|seven|eight|nine|ten|twenty|hundred|thousand|million|"
                      r"billion|twice|half|double)\b", re.IGNORECASE)
+THREADS = 2  # onnxruntime intra-op threads of the reader's model: its one batch a question is small
 _LOCK = threading.Lock()
 _EMBEDDER: list[Any] = []
+_MEMO: OrderedDict[tuple, list[float]] = OrderedDict()  # a retrieval's features, as the gate asks more than once
+_MEMO_SIZE = 64
 
 
 def embedder() -> Any:
-    """The shipped MiniLM, loaded once per process (one intra-op thread: the reader's batches are small)."""
+    """The shipped MiniLM (its checksum verified), loaded once per process, beside the search's own copy (22 MB) so
+    that its thread count stays the reader's."""
     with _LOCK:
         if not _EMBEDDER:
             from rag.store.embeddings import MiniLMEmbedding
 
-            _EMBEDDER.append(MiniLMEmbedding(threads=1))
+            _EMBEDDER.append(MiniLMEmbedding(threads=THREADS))
         return _EMBEDDER[0]
 
 
@@ -82,9 +91,34 @@ def _idf(df: int, n: int) -> float:
     return math.log(1 + (n - df + 0.5) / (df + 0.5))
 
 
+def key(retrieval: Any) -> tuple:
+    """What the features of a retrieval depend on: the question, its terms, the first two papers and their best
+    sentences."""
+    return (retrieval.question, tuple(sorted(retrieval.terms)),
+            tuple(h.paper.paper_id for h in retrieval.hits[:2]),
+            tuple(s.text for i in (0, 1) for s in retrieval.scored.get(i, [])[:READ_TOP1]))
+
+
 def features(retrieval: Any, model: Any = None, cache: dict | None = None) -> list[float]:
     """`FEATURES` of one retrieval (a `rag.search.retrieve.Retrieval`); all 0 without hits or question terms.
-    `cache` (text -> word states) lets an evaluation reuse the states of sentences it has read before."""
+    `cache` (text -> word states) lets an evaluation reuse the states of sentences it has read before; without one,
+    the last few retrievals' features are remembered (the gate is asked more than once per question)."""
+    if cache is not None or model is not None:
+        return _features(retrieval, model, cache)
+    k = key(retrieval)
+    with _LOCK:
+        if k in _MEMO:
+            _MEMO.move_to_end(k)
+            return list(_MEMO[k])
+    out = _features(retrieval, None, None)
+    with _LOCK:
+        _MEMO[k] = out
+        while len(_MEMO) > _MEMO_SIZE:
+            _MEMO.popitem(last=False)
+    return list(out)
+
+
+def _features(retrieval: Any, model: Any, cache: dict | None) -> list[float]:
     from rag.answering.abstain import FIGURE
 
     hits = retrieval.hits
