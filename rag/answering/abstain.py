@@ -196,14 +196,16 @@ def _quantity_features(question: str, paper) -> tuple[float, float]:
     stems = tokenize(words) if words else []
     title = {t for s in tokenize([paper.title]) for t in s}
     forms = {a: _forms(a) for a in asked}
-    found = {a for a in asked if forms[a] & title or any(_is_form(w, s, forms[a]) for w, s in zip(words, stems))}
+    found = {a for a in asked
+             if forms[a] & title or any(_is_form(w, s, forms[a]) for w, s in zip(words, stems, strict=True))}
     return len(asked - found) / len(asked), float(_near_number(words, stems, forms))
 
 
 def _near_number(words: list[str], stems: list[list[str]], forms: dict[str, set[str]]) -> bool:
     """Whether a word naming one of the asked quantities (`forms`: stem -> its names) sits within NEAR words of a
     number."""
-    named = [i for i, (w, s) in enumerate(zip(words, stems)) if any(_is_form(w, s, f) for f in forms.values())]
+    named = [i for i, (w, s) in enumerate(zip(words, stems, strict=True))
+             if any(_is_form(w, s, f) for f in forms.values())]
     numbers = [i for i, w in enumerate(words) if w[0].isdigit() or w.lower() in NUMBER_WORDS]
     return any(abs(i - j) <= NEAR for i in named for j in numbers)
 
