@@ -49,6 +49,7 @@ import numpy as np
 from rag.errors import RagError
 from rag.query import zh
 from rag.search.retrieve import Retrieval, tokenize
+from rag.store.index import StoredPaper
 
 # The hits the features read: the app's default k. `rag eval` and the fits retrieve 10, the app 5 by default, and a
 # margin to "the second hit the dense side found" changes with k (a paper ranked 6-10 by fusion): under a first refit
@@ -186,7 +187,7 @@ def _is_form(word: str, stems: list[str], forms: set[str]) -> bool:
         "x" in forms and bool(_FACTOR.match(word)))
 
 
-def _quantity_features(question: str, paper) -> tuple[float, float]:
+def _quantity_features(question: str, paper: StoredPaper | None) -> tuple[float, float]:
     """(share of the asked quantity's stems missing from the paper, under their own name or an ALIASES name;
     1 if one of them sits within NEAR words of a number)."""
     asked = {t for words in tokenize(asked_quantity(question)) for t in words}
@@ -308,7 +309,7 @@ GATE_FILE = "abstain_gate.json"  # beside this module, package data; written by 
 def load_gate(text: str | None = None) -> dict[str, Any]:
     """The fitted gate from its JSON file (or `text`): its feature names must be FEATURES, in order, and every
     list as long, so weights fitted for other features are refused instead of silently misread."""
-    gate = json.loads(text if text is not None else resources.files("rag.answering").joinpath(GATE_FILE)
+    gate: dict[str, Any] = json.loads(text if text is not None else resources.files("rag.answering").joinpath(GATE_FILE)
                       .read_text(encoding="utf-8"))
     if gate.get("features") != FEATURES:
         raise GateError(f"rag/answering/{GATE_FILE} was fitted for the features {gate.get('features')}, not "
