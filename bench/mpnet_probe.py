@@ -426,8 +426,8 @@ def metrics(ranks: list[int | None]) -> dict[str, float]:
 
 def mcnemar(a: list[bool], b: list[bool]) -> tuple[int, int, float]:
     """(only a right, only b right, exact two-sided McNemar p)."""
-    only_a = sum(x and not y for x, y in zip(a, b))
-    only_b = sum(y and not x for x, y in zip(a, b))
+    only_a = sum(x and not y for x, y in zip(a, b, strict=False))
+    only_b = sum(y and not x for x, y in zip(a, b, strict=False))
     n = only_a + only_b
     p = 1.0 if n == 0 else min(1.0, 2 * sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1)) / 2 ** n)
     return only_a, only_b, p
@@ -482,7 +482,7 @@ def evaluate() -> None:
     query_vectors = {}
     for m in models:
         texts = json.loads((CACHE / f"queries.{m}.json").read_text())
-        query_vectors[m] = dict(zip(texts, np.load(CACHE / f"queries.{m}.npy")))
+        query_vectors[m] = dict(zip(texts, np.load(CACHE / f"queries.{m}.npy"), strict=False))
     # Haystacks: the smallest set of papers every model embedded, and the whole corpus for models that have it.
     common = sorted(set.intersection(*(set(ix) for ix in indexes.values())))
     haystacks = {f"{len(common)} papers": (common, models)}

@@ -142,7 +142,7 @@ def build_large(engine: Engine, target: int, folder: Path) -> Engine:
     vectors = large._mpnet()  # the engine's PaperVectors (None when mpnet is off or its files are missing)
     if vectors is not None and vectors.cache is not None:
         originals = {p.paper_id: p for p in engine.index.all_papers()}
-        base = dict(zip(originals, vectors.papers(list(originals.values()), prune=False)))
+        base = dict(zip(originals, vectors.papers(list(originals.values()), prune=False), strict=False))
         entries = {}
         for paper in large.index.all_papers():
             original = paper.paper_id.split("~")[0]

@@ -43,7 +43,7 @@ def main() -> int:
     print(f"\n{len(answerable)} answerable, {len(none)} unanswerable questions")
     print("threshold  abstain(none)  false_refusal(answerable)")
     for t in [x / 100 for x in range(30, 66, 2)]:
-        refuse = lambda p: p[1] < t and not p[2]  # noqa: E731
+        refuse = lambda p, t=t: p[1] < t and not p[2]  # noqa: E731
         print(f"  {t:.2f}      {sum(map(refuse, none)) / len(none):.3f}          "
               f"{sum(map(refuse, answerable)) / len(answerable):.3f}")
     return 0

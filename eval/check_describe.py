@@ -43,7 +43,7 @@ import re
 import sys
 from bisect import bisect_right
 from collections import Counter
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,7 +75,7 @@ WORD = re.compile(r"[A-Za-z0-9]+")
 SENTENCE_END = re.compile(r"[.!?:;]\s*$")
 
 
-@lru_cache(maxsize=None)
+@cache
 def stem(word: str) -> str:
     """Lowercase and strip an inflection, so 'optimizes'/'optimizing'/'optimized' and 'placements' match.
 

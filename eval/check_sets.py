@@ -118,9 +118,8 @@ def check_question(q: dict, records: dict, prefixes: list) -> tuple[list[str], l
                 problems.append(f"decision fact {fact!r} is not Oral/Spotlight/Poster")
             elif any(rec.get("decision") != DECISIONS[fact] for rec in gold_recs):
                 problems.append(f"decision fact {fact!r} does not match the record")
-    if effective == "link":
-        if facts != gold_ids:
-            problems.append("link facts must be the gold paper's forum id")
+    if effective == "link" and facts != gold_ids:
+        problems.append("link facts must be the gold paper's forum id")
     if typ in {"list", "count", "compare"} and kind != "multi":
         problems.append(f"type {typ} needs kind multi")
     if typ in {"list", "count"} and not 2 <= len(gold_ids) <= 8:

@@ -147,7 +147,7 @@ def named_features(retrieval) -> dict[str, float]:
     """abstain.FEATURES and the `extra` candidates by name (memoised per object: the pickles stay loaded)."""
     if id(retrieval) not in _MEMO:
         # abstain.FEATURES holds named_match and the named* copies of its own features; the extras get theirs here
-        base = {**extra(retrieval), **dict(zip(abstain.FEATURES, abstain.features(retrieval)))}
+        base = {**extra(retrieval), **dict(zip(abstain.FEATURES, abstain.features(retrieval), strict=False))}
         named = base["named_match"]
         _MEMO[id(retrieval)] = {**base, **{f"named*{k}": v * named for k, v in base.items() if "*" not in k}}
     return _MEMO[id(retrieval)]
@@ -187,7 +187,7 @@ def decision(row: dict, p: float) -> dict | None:
 
 
 def outcomes_of(rows: list[dict], p: np.ndarray, u: float, n: float, low: str) -> list[str]:
-    return [outcome(decision(r, pr), u, n, low) or r["outcome"] for r, pr in zip(rows, p)]
+    return [outcome(decision(r, pr), u, n, low) or r["outcome"] for r, pr in zip(rows, p, strict=False)]
 
 
 def choose_cuts(rows: list[dict], p: np.ndarray) -> tuple[float, float, str]:
@@ -197,9 +197,9 @@ def choose_cuts(rows: list[dict], p: np.ndarray) -> tuple[float, float, str]:
         for u in GRID:
             for n in (n for n in GRID if n >= u):
                 got = outcomes_of(rows, p, u, n, low)
-                key = (sum(COSTS[(r["answerable"], g)] for r, g in zip(rows, got)),
-                       sum(1 for r, g in zip(rows, got) if r["answerable"] and g == "not_covered"),
-                       sum(1 for r, g in zip(rows, got) if r["answerable"] and g == "unsure"))
+                key = (sum(COSTS[(r["answerable"], g)] for r, g in zip(rows, got, strict=False)),
+                       sum(1 for r, g in zip(rows, got, strict=False) if r["answerable"] and g == "not_covered"),
+                       sum(1 for r, g in zip(rows, got, strict=False) if r["answerable"] and g == "unsure"))
                 if best is None or key < best[0]:
                     best = (key, u, n, low)
     assert best is not None
@@ -301,7 +301,7 @@ def cross_validate(cand: Candidate, rows: list[dict], gen: list[tuple], k: int, 
         train_rows = [rows[i] for i in np.flatnonzero(train)]
         u, n, low = choose_cuts(train_rows, p_train)
         for i, o in zip(np.flatnonzero(test), outcomes_of([rows[i] for i in np.flatnonzero(test)], p_test, u, n,
-                                                          low)):
+                                                          low), strict=False):
             got[i] = o
     return got
 
@@ -425,7 +425,8 @@ def main() -> int:
         note = (f"probabilities out of fold (eval/gate_cv.py oof: {args.folds} folds by paper, mean of {args.seeds} "
                 "fold assignments)")
         out = [{"set": r["set"], "qid": r["qid"], "answerable": r["answerable"], "outcome": r["outcome"],
-                "top_gold": r["top_gold"], "decision": decision(r, pr), "p_from": note} for r, pr in zip(rows, p)]
+                "top_gold": r["top_gold"], "decision": decision(r, pr), "p_from": note}
+            for r, pr in zip(rows, p, strict=False)]
         args.rows.write_text(json.dumps(out, indent=1), encoding="utf-8")
         print(f"{len(out)} rows with out-of-fold probabilities ({args.folds} folds by paper, mean of {args.seeds} "
               f"seeds) -> {args.rows}")

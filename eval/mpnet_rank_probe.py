@@ -90,7 +90,7 @@ def evaluate() -> None:
     rows = pickle.loads((OUT / "rows.pkl").read_bytes())
     data = np.load(OUT / "mpnet.npz", allow_pickle=True)
     ids, papers = list(data["ids"]), data["papers"]
-    query_of = dict(zip(data["searches"], data["queries"]))
+    query_of = dict(zip(data["searches"], data["queries"], strict=False))
     records = {json.loads(line)["id"]: json.loads(line)
                for line in (ROOT / "rag" / "data" / "iclr2025.jsonl").read_text().splitlines()}
 

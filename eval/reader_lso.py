@@ -57,7 +57,7 @@ def reader_features(retrievals: list, path: Path) -> list[dict[str, float]]:
     store = pickle.loads(path.read_bytes()) if path.exists() else {}
     cache: dict = {}
     started, done = time.perf_counter(), 0
-    for i, r in enumerate(retrievals):
+    for r in retrievals:
         if r is None or key(r) in store:
             continue
         t = time.process_time()
@@ -67,13 +67,14 @@ def reader_features(retrievals: list, path: Path) -> list[dict[str, float]]:
             print(f"  reader: {done} new ({time.perf_counter() - started:.0f} s)", flush=True)
             path.write_bytes(pickle.dumps(store))
     path.write_bytes(pickle.dumps(store))
-    return [dict(zip(reader.FEATURES, store[key(r)][0])) if r is not None else dict.fromkeys(reader.FEATURES, 0.0)
+    return [dict(zip(reader.FEATURES, store[key(r)][0], strict=False)) if r is not None
+            else dict.fromkeys(reader.FEATURES, 0.0)
             for r in retrievals]
 
 
 def all_features(retrievals: list, feats: list[dict]) -> list[dict[str, float]]:
     out = []
-    for r, f in zip(retrievals, feats):
+    for r, f in zip(retrievals, feats, strict=False):
         if r is None:
             out.append({})
             continue

@@ -32,7 +32,7 @@ def main() -> int:
     engine = Engine(Settings(data_dir=args.data_dir))
     papers, vectors = explorer(engine.retriever).matrix()
     tmap = engine.topics()
-    topic_of = dict(zip(tmap.paper_ids, tmap.topic))
+    topic_of = dict(zip(tmap.paper_ids, tmap.topic, strict=False))
     topic = np.array([topic_of[p.paper_id] for p in papers])
     scores = vectors @ vectors.T
     np.fill_diagonal(scores, -np.inf)

@@ -123,7 +123,8 @@ def main() -> int:
             cut = float(variant.rsplit("p<", 1)[1]) if "p<" in variant else None
             if cut is not None:
                 skipped = [bool(r["named"]) or (r.get("p") is not None and r["p"] < cut) for r in chosen]
-                ranks = [r["ranks"]["question alone" if s else "rrf 0.3"] for r, s in zip(chosen, skipped)]
+                ranks = [r["ranks"]["question alone" if s else "rrf 0.3"]
+                         for r, s in zip(chosen, skipped, strict=False)]
                 note = f" (call skipped for {sum(skipped)} of {len(chosen)})"
             else:
                 ranks = [r["ranks"]["question alone" if skip and r["named"] else base] for r in chosen]

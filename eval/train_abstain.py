@@ -292,7 +292,7 @@ def main() -> int:
         print(f"  {kind:<13} {int(mask.sum()):>4} refused {refused[mask].mean():.3f}")
     # Refit on everything for the shipped weights; the threshold stays the one chosen on the held-back 20%.
     mean, scale, w, b = fit(np.vstack([x, dx]), np.concatenate([y, dy]), np.concatenate([np.ones(len(y)), dw]))
-    for name, weight in sorted(zip(abstain.FEATURES, w), key=lambda t: -abs(t[1])):
+    for name, weight in sorted(zip(abstain.FEATURES, w, strict=False), key=lambda t: -abs(t[1])):
         print(f"  {name:<18} {weight:+.3f}")
     gate = {"about": "The learned abstention gate (rag/answering/abstain.py): a logistic regression over "
                      "standardized retrieval features. Written by eval/train_abstain.py (make model); do not edit "

@@ -429,7 +429,7 @@ class Settings(BaseModel):
         return value
 
     @classmethod
-    def load(cls, **overrides: Any) -> "Settings":
+    def load(cls, **overrides: Any) -> Settings:
         """Defaults, then the environment, then `overrides` (CLI flags; None means 'not given')."""
         values: dict[str, Any] = {}
         for name, var in ENV_VARS.items():

@@ -21,7 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
 from rag.errors import RagError, one_line, whole_number
 from rag.config import LIMITS, Settings
@@ -368,7 +369,7 @@ class Engine:
         self._owns_index = True  # False for `derive`'s engines: `close` leaves a shared index open
         self.beside = False  # a `rag serve` owns the embedded store: read-only, from the snapshot it shares
 
-    def derive(self, **overrides: Any) -> "Engine":
+    def derive(self, **overrides: Any) -> Engine:
         """An engine with some settings changed that shares this one's loaded embedder, index and retriever
         (the store settings must stay the same)."""
         engine = Engine(Settings.model_validate({**dict(self.settings), **overrides}))
@@ -389,15 +390,14 @@ class Engine:
                                              refuse_open=lock.busy_message(self.settings, "open it"))
                     self.beside = True
                     return self._index
-                if not self.serving:
-                    if (mark := snapshot.read_mark(self.settings)) is not None:
-                        # An embedded store at rest: a question reads it from the data dir (rag.store.snapshot),
-                        # and chromadb is imported only if something else needs the store. Built with another
-                        # embedder: opened now, which says so (ConfigError).
-                        self._embedder = make_embedder(self.settings)
-                        self._index = PaperIndex(self.settings, self._embedder,
-                                                 lazy=mark.embedder == self._embedder.identity)
-                        return self._index
+                if not self.serving and (mark := snapshot.read_mark(self.settings)) is not None:
+                    # An embedded store at rest: a question reads it from the data dir (rag.store.snapshot),
+                    # and chromadb is imported only if something else needs the store. Built with another
+                    # embedder: opened now, which says so (ConfigError).
+                    self._embedder = make_embedder(self.settings)
+                    self._index = PaperIndex(self.settings, self._embedder,
+                                             lazy=mark.embedder == self._embedder.identity)
+                    return self._index
                 # The model loads in a thread while chromadb is imported and the store opened: 0.3 s less
                 # start-up on 2 cores. Errors of either side are raised here, as if loaded one after the other.
                 with ThreadPoolExecutor(1) as pool:
@@ -633,7 +633,7 @@ class Engine:
         if llm is not None:
             llm.close()
 
-    def __enter__(self) -> "Engine":
+    def __enter__(self) -> Engine:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -861,7 +861,7 @@ class Engine:
         yield answer
 
     def _plan(self, question: str, history: list[dict[str, Any]], llm: ChatClient | None, decisions: list[str],
-              author: str | None, question_filters: Sequence[str]) -> "Plan":
+              author: str | None, question_filters: Sequence[str]) -> Plan:
         """What to search for a question and how to answer it: its type and the filters its words set
         (`rag.query.intent`; the caller's filters win), the follow-up's standalone query or focus papers, and a
         Chinese question's English terms (`rag.query.zh`)."""
@@ -1064,7 +1064,7 @@ class Engine:
         long-running one (`rag mcp`, which would keep answering from a snapshot the server has since changed)
         before every call, since a `rag serve` may have started on the store since."""
         if beside_ok and not self.serving and lock.served(self.settings):
-            self.retriever  # the shared snapshot, or the busy message saying there is none yet
+            self.retriever  # noqa: B018  loads the shared snapshot, or raises the busy message saying there is none yet
             if not empty_ok and self.is_empty():
                 raise NoIndexError(f"the index in {self.settings.data_dir} is empty; add papers through the running "
                                    "server's page (Add papers)")

@@ -190,7 +190,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     starts = [a for a, _ in load_sentence_splitter().span_tokenize(text)]
     starts = sorted(set(starts) | {m.end() for m in _CJK_END.finditer(text)})
     glued = False  # the previous piece ended with a list number: this one continues it
-    for a, b in zip(starts, starts[1:] + [len(text)]):
+    for a, b in zip(starts, starts[1:] + [len(text)], strict=False):
         piece = text[a:b]
         stripped = piece.strip()
         if stripped:

@@ -78,18 +78,18 @@ def _embed_each_input_once() -> None:
         keys = [(self.identity, text) for text in texts]
         missing = list(dict.fromkeys(key for key in keys if key not in texts_seen))
         if missing:
-            for key, vector in zip(missing, embed(self, [text for _, text in missing])):
+            for key, vector in zip(missing, embed(self, [text for _, text in missing]), strict=False):
                 texts_seen[key] = vector
         return np.stack([texts_seen[key] for key in keys])
 
     def remembered_spans(self, texts, spans):
         if not self.remember or not texts:
             return embed_spans(self, texts, spans)
-        keys = [(self.identity, text, tuple(map(tuple, s))) for text, s in zip(texts, spans)]
+        keys = [(self.identity, text, tuple(map(tuple, s))) for text, s in zip(texts, spans, strict=False)]
         missing = list(dict.fromkeys(key for key in keys if key not in spans_seen))
         if missing:
             vectors, span_vectors = embed_spans(self, [k[1] for k in missing], [list(k[2]) for k in missing])
-            for key, vector, span_vector in zip(missing, vectors, span_vectors):
+            for key, vector, span_vector in zip(missing, vectors, span_vectors, strict=False):
                 spans_seen[key] = (vector, span_vector)
         return (np.stack([spans_seen[key][0] for key in keys]), [spans_seen[key][1].copy() for key in keys])
 
@@ -109,7 +109,7 @@ def _embed_each_input_once() -> None:
             return mpnet_embed(self, texts)
         missing = list(dict.fromkeys(text for text in texts if text not in mpnet_seen))
         if missing:
-            for text, vector in zip(missing, mpnet_embed(self, missing)):
+            for text, vector in zip(missing, mpnet_embed(self, missing), strict=False):
                 mpnet_seen[text] = vector
         return np.stack([mpnet_seen[text] for text in texts])
 

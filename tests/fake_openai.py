@@ -340,7 +340,7 @@ class FakeOpenAI:
         """The messages of the last chat request."""
         return self.chat_requests()[-1]["body"]["messages"]
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         self.thread.start()
         return self
 

@@ -53,6 +53,7 @@ def test_kill_9_mid_ingest_then_rerun_gives_every_paper_exactly_once(tmp_path, s
     chunk_ids = engine.index.chunks.get(include=[])["ids"]
     assert len(chunk_ids) == len(set(chunk_ids))
     per_paper = Counter(i.split("#")[0] for i in chunk_ids)
-    assert {pid: meta["chunks"] for pid, meta in zip(papers["ids"], papers["metadatas"])} == dict(per_paper)
+    chunks_of = {pid: meta["chunks"] for pid, meta in zip(papers["ids"], papers["metadatas"], strict=True)}
+    assert chunks_of == dict(per_paper)
     again = engine.ingest([path])
     assert again.embedded_chunks == 0 and again.unchanged == 192

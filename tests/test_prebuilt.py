@@ -156,7 +156,7 @@ class _Lookups:
         self.identity, self.tokens, self.shipped, self.missing = embedder.identity, embedder.tokens, shipped, []
 
     def embed_spans(self, texts, spans):
-        self.missing += [t for t, s in zip(texts, spans) if self.shipped.lookup(t, len(s), s) is None]
+        self.missing += [t for t, s in zip(texts, spans, strict=False) if self.shipped.lookup(t, len(s), s) is None]
         return np.zeros((len(texts), 384), np.float32), [np.zeros((len(s), 384), np.float32) for s in spans]
 
     def embed(self, texts):

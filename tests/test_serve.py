@@ -362,7 +362,7 @@ def test_related_while_the_chroma_server_is_down_is_the_stores_one_line_error(tm
     try:
         engine = Engine(Settings.load(data_dir=tmp_path / "index", chroma_url=f"http://127.0.0.1:{port}"))
         engine.ingest([path])
-        engine.retriever  # loaded while the server runs, as a serving app has it
+        engine.retriever  # noqa: B018  loaded while the server runs, as a serving app has it
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -50,6 +50,7 @@ from rag.answering import reader
 from rag.errors import RagError
 from rag.query import zh
 from rag.search.retrieve import Retrieval, tokenize
+from rag.store.index import StoredPaper
 
 # The hits the features read: the app's default k. `rag eval` and the fits retrieve 10, the app 5 by default, and a
 # margin to "the second hit the dense side found" changes with k (a paper ranked 6-10 by fusion): under a first refit
@@ -192,7 +193,7 @@ def _is_form(word: str, stems: list[str], forms: set[str]) -> bool:
         "x" in forms and bool(_FACTOR.match(word)))
 
 
-def _quantity_features(question: str, paper) -> tuple[float, float]:
+def _quantity_features(question: str, paper: StoredPaper | None) -> tuple[float, float]:
     """(share of the asked quantity's stems missing from the paper, under their own name or an ALIASES name;
     1 if one of them sits within NEAR words of a number)."""
     asked = {t for words in tokenize(asked_quantity(question)) for t in words}
@@ -202,14 +203,16 @@ def _quantity_features(question: str, paper) -> tuple[float, float]:
     stems = tokenize(words) if words else []
     title = {t for s in tokenize([paper.title]) for t in s}
     forms = {a: _forms(a) for a in asked}
-    found = {a for a in asked if forms[a] & title or any(_is_form(w, s, forms[a]) for w, s in zip(words, stems))}
+    found = {a for a in asked
+             if forms[a] & title or any(_is_form(w, s, forms[a]) for w, s in zip(words, stems, strict=True))}
     return len(asked - found) / len(asked), float(_near_number(words, stems, forms))
 
 
 def _near_number(words: list[str], stems: list[list[str]], forms: dict[str, set[str]]) -> bool:
     """Whether a word naming one of the asked quantities (`forms`: stem -> its names) sits within NEAR words of a
     number."""
-    named = [i for i, (w, s) in enumerate(zip(words, stems)) if any(_is_form(w, s, f) for f in forms.values())]
+    named = [i for i, (w, s) in enumerate(zip(words, stems, strict=True))
+             if any(_is_form(w, s, f) for f in forms.values())]
     numbers = [i for i, w in enumerate(words) if w[0].isdigit() or w.lower() in NUMBER_WORDS]
     return any(abs(i - j) <= NEAR for i in named for j in numbers)
 
@@ -314,7 +317,7 @@ GATE_FILE = "abstain_gate.json"  # beside this module, package data; written by 
 def load_gate(text: str | None = None) -> dict[str, Any]:
     """The fitted gate from its JSON file (or `text`): its feature names must be FEATURES, in order, and every
     list as long, so weights fitted for other features are refused instead of silently misread."""
-    gate = json.loads(text if text is not None else resources.files("rag.answering").joinpath(GATE_FILE)
+    gate: dict[str, Any] = json.loads(text if text is not None else resources.files("rag.answering").joinpath(GATE_FILE)
                       .read_text(encoding="utf-8"))
     if gate.get("features") != FEATURES:
         raise GateError(f"rag/answering/{GATE_FILE} was fitted for the features {gate.get('features')}, not "

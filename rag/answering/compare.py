@@ -51,7 +51,8 @@ def side_papers(retrieval: Retrieval, sides: Sequence[str], policy: AnswerPolicy
             return []  # a term no paper contains ("the Brackenridge reward model"): the collection lacks that side
         rare = {t for t in content if 0 < retrieval.term_df.get(t, 0) <= rare_limit}
 
-        def evidence(i: int) -> int | None:  # 0 is the strongest; None: this paper is not that side
+        # 0 is the strongest; None: this paper is not that side. Bound now: it is called in this iteration only.
+        def evidence(i: int, rare: set[str] = rare, content: set[str] = content) -> int | None:
             if rare & titles[i]:
                 return 0
             if len(content & titles[i]) >= policy.title_cover * len(content):

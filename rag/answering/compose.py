@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from rag.config import DEFAULT_POLICY, Settings
 from rag.query.intent import Intent, without_glue

@@ -46,7 +46,7 @@ from dataclasses import replace
 
 from rag.config import Settings
 from rag.text import is_boilerplate
-from rag.search.retrieve import Retrieval, ScoredSentence
+from rag.search.retrieve import Hit, Retrieval, ScoredSentence
 from rag.text import link_label
 from rag.answering import abstain, explain as explain_order
 from rag.answering.records import Outcome, Source
@@ -268,7 +268,7 @@ def which_decision(about: list[Source], asked_decision: str, lang: str = "en") -
     return "\n".join(lines), [s.n for s in shown]
 
 
-def _relevance(hit) -> float:
+def _relevance(hit: Hit) -> float:
     return hit.snippet_score if hit.paper.has_abstract else (hit.dense or 0.0)
 
 
@@ -315,7 +315,7 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
     titled = policy.key_sentence_share * best  # a title naming the topic is the surest sign: no absolute bar
     covered = max((hit.topical for hit in pool if _relevance(hit) >= cutoff), default=0.0)
 
-    def holds_topic(hit) -> bool:
+    def holds_topic(hit: Hit) -> bool:
         return hit.topical >= covered * (policy.topic_bar if hit.paper.has_abstract else policy.title_topic_bar)
 
     return [i for i, hit in enumerate(retrieval.hits)
@@ -529,7 +529,7 @@ def _once(sentences: list[ScoredSentence]) -> list[ScoredSentence]:
     return out
 
 
-def _sentence_position(retrieval: Retrieval, sentence) -> int:
+def _sentence_position(retrieval: Retrieval, sentence: ScoredSentence) -> int:
     return retrieval.hits[sentence.paper_index].paper.abstract.find(sentence.text)
 
 

@@ -71,7 +71,7 @@ def word_states(texts: list[str], model: Any = None) -> list[tuple[list[str], np
     model = model or embedder()
     out: list[tuple[list[str], np.ndarray]] = [([], np.zeros((0, 384), np.float32)) for _ in texts]
     for idx, encodings, hidden, _ in model._hidden_states(texts) if texts else ():
-        for row, (i, encoding) in enumerate(zip(idx, encodings)):
+        for row, (i, encoding) in enumerate(zip(idx, encodings, strict=False)):
             offsets = np.asarray(encoding.offsets)
             real = np.asarray(encoding.special_tokens_mask) == 0
             words, vectors = [], []
@@ -139,7 +139,7 @@ def _features(retrieval: Any, model: Any, cache: dict | None) -> list[float]:
     flat = [question, *(t for paper in texts for t in paper)]
     cache = cache if cache is not None else {}
     todo = [t for t in dict.fromkeys(flat) if t not in cache]
-    for t, states in zip(todo, word_states(todo, model)):
+    for t, states in zip(todo, word_states(todo, model), strict=False):
         cache[t] = states
     q_words, q_vectors = cache[question]
     stems = tokenize(q_words) if q_words else []

@@ -37,4 +37,5 @@ if __name__ == "__main__":
     corpus = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_CORPUS
     if not (corpus / "iclr2025.jsonl").is_file():
         sys.exit(f"no iclr2025.jsonl in {corpus}; pass the corpus folder: python rag/data/build.py DIR")
-    print("wrote %d papers with abstracts, %d title-only papers" % build(corpus))
+    with_abstract, title_only = build(corpus)
+    print(f"wrote {with_abstract} papers with abstracts, {title_only} title-only papers")

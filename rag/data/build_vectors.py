@@ -118,7 +118,7 @@ def build_mpnet(out: Path, keep: bool) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         vectors = PaperVectors(None, mpnet.load, mpnet.IDENTITY, shipped=out if keep else Path(tmp) / "none.npz")
         matrix = vectors.papers(papers)
-    entries = {key(paper_text(p.title, p.abstract)): row for p, row in zip(papers, matrix)}
+    entries = {key(paper_text(p.title, p.abstract)): row for p, row in zip(papers, matrix, strict=True)}
     dropped = len(set(read_file(out, mpnet.IDENTITY)) - set(entries)) if keep else 0
     write_file(out, mpnet.IDENTITY, entries, {"papers": len(papers)})
     out.chmod(0o644)

@@ -143,7 +143,8 @@ def evaluate(engine: Engine, questions: list[dict], k: int = K) -> dict:
         golds = q.get("gold", [])
         cited_is_gold = [any(matches(g, c.paper_id, c.text) for g in golds) for c in answer.citations]
         relevant = set(q.get("relevant") or [])  # judged on topic besides the gold (blind pooled judgments)
-        on_target = [is_gold or c.paper_id in relevant for is_gold, c in zip(cited_is_gold, answer.citations)]
+        on_target = [is_gold or c.paper_id in relevant
+                     for is_gold, c in zip(cited_is_gold, answer.citations, strict=True)]
         rows.append({
             "qid": q["qid"], "kind": q["kind"], "set": q.get("set", ""), "ranks": ranks,
             "type": q.get("type", ""), "answer_type": answer.answer_type,
@@ -618,7 +619,7 @@ def check_support_pairs(pairs: list[dict], embedder) -> list[dict]:
         paragraphs.append(f"{' '.join(pair['sentence'].split()).rstrip('.')} [{cited}].")
     claims = support.check("\n\n".join(paragraphs), sources, embedder, max_sentences=4 * len(paragraphs))
     rows, at = [], 0
-    for pair, paragraph in zip(pairs, paragraphs):
+    for pair, paragraph in zip(pairs, paragraphs, strict=True):
         mine = []  # the claims of this paragraph (one, unless the splitter saw two sentences in it)
         while at < len(claims) and claims[at].sentence in paragraph:
             mine.append(claims[at])

@@ -127,7 +127,7 @@ class Explorer:
         return state.papers, vectors
 
 
-_EXPLORERS: "weakref.WeakKeyDictionary[Any, Explorer]" = weakref.WeakKeyDictionary()
+_EXPLORERS: weakref.WeakKeyDictionary[Any, Explorer] = weakref.WeakKeyDictionary()
 _EXPLORERS_LOCK = threading.Lock()
 
 
@@ -158,12 +158,12 @@ def find_paper(papers: list[StoredPaper], query: Any) -> StoredPaper:
     if not wanted:
         raise PaperNotFound(f"no paper has the id or title {text[:80]!r}: give a paper id or words of its title.")
     titles = [plain(p.title or p.label) for p in papers]
-    exact = [p for p, t in zip(papers, titles) if t == wanted]
+    exact = [p for p, t in zip(papers, titles, strict=True) if t == wanted]
     if len(exact) == 1:
         return exact[0]
     # Whole words, in the plain form (" teal " is not inside " stealthy "): a part of a word is not a name.
     padded = f" {wanted} "
-    within = exact or [p for p, t in zip(papers, titles) if padded in f" {t} "]
+    within = exact or [p for p, t in zip(papers, titles, strict=True) if padded in f" {t} "]
     if len(within) == 1:
         return within[0]
     if len(within) > 1:

@@ -96,7 +96,7 @@ class TopicMap:
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> "TopicMap":
+    def from_json(cls, text: str) -> TopicMap:
         data = json.loads(text)
         data["topics"] = [Topic(**t) for t in data["topics"]]
         return cls(**data, cached=True)
@@ -108,7 +108,7 @@ class TopicMap:
                                "seconds": round(self.seconds, 2), "key": self.key[:16]}
         if points:
             out["points"] = [{"paper_id": pid, "x": xy[0], "y": xy[1], "topic": topic}
-                             for pid, xy, topic in zip(self.paper_ids, self.xy, self.topic)]
+                             for pid, xy, topic in zip(self.paper_ids, self.xy, self.topic, strict=False)]
         return out
 
 
@@ -220,7 +220,8 @@ def _build(papers: list[StoredPaper], vectors: np.ndarray, n_topics: int, key: s
     by_size = [c for c, _ in sorted(Counter(raw.tolist()).items(), key=lambda item: (-item[1], item[0]))]
     number = {c: i + 1 for i, c in enumerate(by_size)}
     topic = np.array([number[c] for c in raw.tolist()])
-    docs = [" ".join(p.search_text for p, t in zip(papers, topic) if t == k) for k in range(1, len(by_size) + 1)]
+    docs = [" ".join(p.search_text for p, t in zip(papers, topic, strict=False) if t == k)
+            for k in range(1, len(by_size) + 1)]
     terms = label_terms(docs)
     topics = [_topic(papers, vectors, np.flatnonzero(topic == k), k, terms[k - 1],
                      ", ".join(terms[k - 1]) or f"topic {k}") for k in range(1, len(by_size) + 1)]

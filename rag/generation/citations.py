@@ -207,7 +207,7 @@ def cited_sentences(text: str) -> list[tuple[str, list[int]]]:
         cited_in(p) for p in paragraphs[:-1])
     answer_closing = _numbers(last.group("nums") or "") if at_end_only else []
     out = []
-    for paragraph, closing in zip(paragraphs, closings):
+    for paragraph, closing in zip(paragraphs, closings, strict=True):
         cites = _numbers(closing.group("nums") or "") or answer_closing
         out += [(sentence, cited_in(sentence) or cites) for sentence in split_sentences(paragraph)]
     return out

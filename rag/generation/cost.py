@@ -6,7 +6,8 @@ prompt tokens, say), but at least one price must be set.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 from rag.config import Settings
 

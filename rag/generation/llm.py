@@ -19,11 +19,13 @@ every form a server may quote them (its password, user:password, the base64 of a
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, cast
+from typing import TYPE_CHECKING, cast
+from collections.abc import Iterator
 
 from rag.config import Settings
 from rag.errors import RagError, redact_library_logs, redact_url, scrub, split_credentials, split_query, url_secrets
@@ -77,7 +79,7 @@ class ChatClient:
             timeout=httpx.Timeout(settings.llm_timeout, connect=settings.llm_connect_timeout),
             max_retries=settings.llm_max_retries,
         )
-        self._client.chat.completions  # imports its modules now (~0.5 s), not inside the timed first request
+        self._client.chat.completions  # noqa: B018  imports its modules now (~0.5 s), not inside the timed first request
 
     def close(self) -> None:
         """Close the pooled HTTP connections to the endpoint (the client is not used after)."""
@@ -151,10 +153,8 @@ class ChatClient:
                 items.put(("error", exc))
             finally:
                 if response is not None and streamed:
-                    try:
+                    with contextlib.suppress(Exception):
                         response.close()
-                    except Exception:
-                        pass
 
         threading.Thread(target=work, name="llm-request", daemon=True).start()
         return self._drain(items, cancel, completion, deadline, max_tokens * self.settings.llm_max_chars_per_token,
@@ -201,10 +201,8 @@ class ChatClient:
             # stops computing an abandoned answer only when its client hangs up, and the next question waits
             # behind it until then.
             for response in held:
-                try:
+                with contextlib.suppress(Exception):
                     response.close()
-                except Exception:
-                    pass
 
     def _describe(self, exc: BaseException) -> str:
         """One line for the user about `exc`, scrubbed of the key; never raises, whatever `exc` holds."""

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Protocol
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -265,7 +266,7 @@ def check(answer: str, sources: Sequence[_Cited], embedder: _Embedder, max_sente
     for n, texts in pieces.items():
         rows[n] = vectors[start:start + len(texts)]
         start += len(texts)
-    for claim, vector in zip(compared, claim_vectors):
+    for claim, vector in zip(compared, claim_vectors, strict=True):
         support = [rows[n] for n in claim.cited if len(rows[n])]
         claim.similarity = float((np.concatenate(support) @ vector).max()) if support else 0.0
     for claim in claims:
@@ -313,7 +314,7 @@ def attribute(answer: str, sources: Sequence[_Cited], embedder: _Embedder, thres
     claim_vectors, rows = vectors[:len(claims)], vectors[len(claims):]
     owners = np.array([n for n, _ in flat])
     added: list[tuple[int, int]] = []  # (end of the sentence's words, source number)
-    for (a, b, text), vector in zip(claims, claim_vectors):
+    for (a, b, text), vector in zip(claims, claim_vectors, strict=True):
         scores = rows @ vector  # the best-matching sentence's paper is the one to cite
         best = int(owners[int(scores.argmax())])
         claim = Claim(answer[a:b], text, [best], similarity=float(scores.max()))

@@ -36,6 +36,7 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 GLOSSARY = Path(__file__).parents[1] / "data" / "zh_terms.tsv"
 CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -152,7 +153,7 @@ def _renderings(senses: list[str]) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1)
-def _tokenizer():
+def _tokenizer() -> Any:  # a jieba.Tokenizer (jieba has no type information), or None
     """jieba's tokenizer over the common words of its own dictionary (the package's dict.txt, words seen at least
     COMMON_WORD_FREQ times: 4 s -> 0.4 s to load, and segmenting the question's glue words is all they are for)
     with the glossary as user words; None if jieba is not installed (an environment made before it was a

@@ -55,7 +55,7 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import bm25s
 import numpy as np
@@ -102,16 +102,16 @@ class Retrieval:
     hits: list[Hit]
     query_vector: np.ndarray
     terms: set[str] = field(default_factory=set)  # the question's stemmed terms (BM25's tokenizer)
-    sentences: list["ScoredSentence"] = field(default_factory=list)  # of the top papers, best first
+    sentences: list[ScoredSentence] = field(default_factory=list)  # of the top papers, best first
     # Every hit's sentences, best first, by hit index: what an LLM's passages are cut from (rag.answering.context)
-    scored: dict[int, list["ScoredSentence"]] = field(default_factory=dict)
+    scored: dict[int, list[ScoredSentence]] = field(default_factory=dict)
     named_match: str = ""  # a rare, name-like term of the question found in the top paper ("Scylla")
     unknown_names: list[str] = field(default_factory=list)  # name-like words of the question no paper contains
     k: int = 5  # papers asked for: fewer hits means every paper the filters allow was ranked
     term_df: dict[str, int] = field(default_factory=dict)  # in how many papers each of `terms` occurs (abstain)
     corpus_size: int = 0
     # The same question searched without filters, for a filtered list or count: its best paper sets their bar.
-    reference: "Retrieval | None" = None
+    reference: Retrieval | None = None
     # The question as asked when `question` is its English search terms (a Chinese question, `rag.query.zh`): the
     # gate reads its form from it (`rag.answering.abstain.form_features`), which the terms no longer have.
     asked: str = ""
@@ -182,7 +182,7 @@ class RetrievalParams:
     rewrite_weight: float = 0.3
 
     @classmethod
-    def from_settings(cls, settings: Settings, **overrides) -> "RetrievalParams":
+    def from_settings(cls, settings: Settings, **overrides) -> RetrievalParams:
         return cls(**{"k": settings.k, "mode": settings.retrieval, "candidates": settings.candidates,
                       "rrf_k": settings.rrf_k, "bm25_weight": settings.bm25_weight,
                       "mpnet_weight": settings.mpnet_weight,
@@ -340,7 +340,7 @@ class HybridRetriever:
             return False
         return True
 
-    def _shared_state(self) -> "_Corpus":
+    def _shared_state(self) -> _Corpus:
         """Beside a `rag serve`: the corpus it last shared (`share`), with `stale` set when the store changed since
         (it is adding papers now, or has just added them and not yet shared them). Without one (none yet, or one
         written by another version of this code) the reader is refused, as before, with what to do instead."""
@@ -361,7 +361,7 @@ class HybridRetriever:
         self.stale = mark is None or (mark.generation, mark.count) != (read.generation, read.count)
         return state
 
-    def _read_corpus(self, dense: bool = False) -> "_Corpus":
+    def _read_corpus(self, dense: bool = False) -> _Corpus:
         papers = self.index.all_papers()
         bm25, tokens = None, []
         if papers:
@@ -432,7 +432,7 @@ class HybridRetriever:
                     params.rrf_k)
 
     def _with_rewrite(self, query: Query, rewrite: str, rankings: dict[str, dict[str, float]],
-                      params: RetrievalParams, state: "_Corpus") -> list[tuple[str, float]]:
+                      params: RetrievalParams, state: _Corpus) -> list[tuple[str, float]]:
         """The fused ranking of the question searched with its rewrite (`retrieve`)."""
         vector = self.index.embedder.embed([rewrite])[0]
         terms = tokenize([rewrite])[0]
@@ -453,7 +453,7 @@ class HybridRetriever:
                           self.candidates(Query(rewrite, vector, terms, mpnet=mpnet_vector), params, state),
                           params.rewrite_weight)
 
-    def feedback(self, query: Query, params: RetrievalParams, state: "_Corpus",
+    def feedback(self, query: Query, params: RetrievalParams, state: _Corpus,
                  fused: list[tuple[str, float]]) -> dict[str, dict[str, float]]:
         """The second pass of pseudo-relevance feedback: the rankings of the retrievers it expands (BM25 with
         `prf_terms`, dense with `rocchio_weight`), searched with the top `prf_docs` papers of the first pass
@@ -477,7 +477,7 @@ class HybridRetriever:
             return {}
         return self.candidates(expanded, replace(params, mode=sides[0] if len(sides) == 1 else "hybrid"), state)
 
-    def candidates(self, query: Query, params: RetrievalParams, state: "_Corpus") -> dict[str, dict[str, float]]:
+    def candidates(self, query: Query, params: RetrievalParams, state: _Corpus) -> dict[str, dict[str, float]]:
         """Each retriever's ranking within the filters: {"dense" | "mpnet" | "bm25": {paper id: score}, best first}.
         Dense scores a paper by its best chunk's cosine, mpnet by its one whole-paper vector's (when the query
         has an mpnet vector); BM25 scores title + abstract."""
@@ -495,9 +495,8 @@ class HybridRetriever:
                 nearest = self.index.query_chunks(query.vector.tolist(), params.candidates,
                                                   list(params.decisions) or None, paper_ids)
             for pid, sim in nearest:
-                if pid in state.position and pid not in dense:
-                    if allowed is None or allowed[state.position[pid]]:
-                        dense[pid] = sim
+                if pid in state.position and pid not in dense and (allowed is None or allowed[state.position[pid]]):
+                    dense[pid] = sim
             rankings["dense"] = dense
         if query.mpnet is not None and state.mpnet is not None and params.mode in ("hybrid", "mpnet"):
             sims = state.mpnet @ query.mpnet
@@ -521,7 +520,7 @@ class HybridRetriever:
         return rankings
 
     @staticmethod
-    def _allowed(params: RetrievalParams, state: "_Corpus") -> np.ndarray | None:
+    def _allowed(params: RetrievalParams, state: _Corpus) -> np.ndarray | None:
         allowed = None
         if params.decisions:
             allowed = np.isin(state.decisions, list(params.decisions))
@@ -535,7 +534,7 @@ class HybridRetriever:
             allowed = by_id if allowed is None else allowed & by_id
         return allowed
 
-    def annotate(self, retrieval: Retrieval, state: "_Corpus", policy: AnswerPolicy = DEFAULT_POLICY) -> None:
+    def annotate(self, retrieval: Retrieval, state: _Corpus, policy: AnswerPolicy = DEFAULT_POLICY) -> None:
         """Score the sentences of the hits: each hit's snippet, the answering sentences of the first
         SNIPPET_PAPERS hits with abstracts (the best one is the confidence), each hit's share of the question's
         topic (`rag.search.topical`), and a rare name the question shares with the top answering paper."""
@@ -566,12 +565,12 @@ class HybridRetriever:
                                                       policy.rare_limit(len(state.papers)))
 
     @staticmethod
-    def names_rare(question: str, state: "_Corpus", policy: AnswerPolicy) -> bool:
+    def names_rare(question: str, state: _Corpus, policy: AnswerPolicy) -> bool:
         """The question writes a name (`name_words`) that at most `policy.rare_limit` papers contain, and some do."""
         limit = policy.rare_limit(len(state.papers))
         return any(0 < state.df.get(form, 0) <= limit for word in name_words(question) for form in _word_forms(word))
 
-    def _named_match(self, question: str, paper: StoredPaper, state: "_Corpus", limit: int) -> str:
+    def _named_match(self, question: str, paper: StoredPaper, state: _Corpus, limit: int) -> str:
         """A name-like word of the question (not its first word) that the top paper contains and at most
         `limit` papers contain (`AnswerPolicy.rare_limit`: max(2, 0.5%)): the user asked about something this
         collection names. Or the paper's whole title (of three words or more) written in the question."""
@@ -606,7 +605,7 @@ class HybridRetriever:
             return []
         dense = np.concatenate(vectors) @ retrieval.query_vector
         scored = []
-        for (i, sentence), cos, words in zip(items, dense, tokenize([s for _, s in items])):
+        for (i, sentence), cos, words in zip(items, dense, tokenize([s for _, s in items]), strict=False):
             overlap = len(terms & set(words)) / len(terms) if terms else 0.0
             penalty = BOILERPLATE_PENALTY if is_boilerplate(sentence) else 0.0
             scored.append(ScoredSentence(sentence, float(cos) + LEXICAL_BONUS * overlap - penalty, i))
@@ -641,7 +640,7 @@ def rm3_weights(terms: list[str], top: list[tuple[StoredPaper, float]], n_terms:
     of the weight and the question's terms (each its share of the question) `query_weight`."""
     total = sum(score for _, score in top) or 1.0
     model: dict[str, float] = {}
-    for doc, (_, score) in zip(tokenize([paper.search_text for paper, _ in top]), top):
+    for doc, (_, score) in zip(tokenize([paper.search_text for paper, _ in top]), top, strict=True):
         for term, count in Counter(doc).items():
             model[term] = model.get(term, 0.0) + count / max(len(doc), 1) * score / total
     chosen = sorted(model.items(), key=lambda item: (-item[1], item[0]))[:n_terms]
@@ -782,7 +781,7 @@ def _split(array: np.ndarray, n: int, sep: str = _SEP) -> list[str]:
     return texts
 
 
-def _load_corpus(path: Path, key: tuple) -> "_Corpus | None":
+def _load_corpus(path: Path, key: tuple) -> _Corpus | None:
     """The corpus cached under `key`, or None (no cache, another key, or a file that cannot be read: absent,
     half-written by a killed process, of another format, or holding anything but plain arrays)."""
     try:
@@ -796,7 +795,7 @@ def _load_corpus(path: Path, key: tuple) -> "_Corpus | None":
         return None
 
 
-def _corpus_from(meta: dict, arrays: dict[str, np.ndarray]) -> "_Corpus":
+def _corpus_from(meta: dict, arrays: dict[str, np.ndarray]) -> _Corpus:
     n = meta["papers"]
     columns: dict[str, list] = {}
     for name, kind in meta["columns"].items():
@@ -806,18 +805,20 @@ def _corpus_from(meta: dict, arrays: dict[str, np.ndarray]) -> "_Corpus":
             columns[name] = [tuple(a.split(_AUTHOR_SEP)) if a else () for a in _split(arrays[f"paper_{name}"], n)]
         elif kind == "optint":
             values, known = arrays[f"paper_{name}"].tolist(), arrays[f"paper_{name}_known"].tolist()
-            columns[name] = [v if k else None for v, k in zip(values, known)]
+            columns[name] = [v if k else None for v, k in zip(values, known, strict=False)]
         else:  # "int", "bool"
             columns[name] = arrays[f"paper_{name}"].tolist()
-    papers = [StoredPaper(*row) for row in zip(*(columns[f.name] for f in fields(StoredPaper)))] if n else []
+    papers = ([StoredPaper(*row) for row in zip(*(columns[f.name] for f in fields(StoredPaper)), strict=False)]
+              if n else [])
     terms = [frozenset(t.split(_AUTHOR_SEP)) if t else frozenset() for t in _split(arrays["terms"], meta["terms"])]
-    stem_df = Counter(dict(zip(_split(arrays["stem_df_words"], meta["stem_df"]), arrays["stem_df_counts"].tolist())))
+    stem_df = Counter(dict(zip(_split(arrays["stem_df_words"], meta["stem_df"]), arrays["stem_df_counts"].tolist(),
+                               strict=False)))
     bm25 = None
     if meta["bm25"] is not None:
         bm25 = bm25s.BM25.__new__(bm25s.BM25)
         bm25.__dict__.update(meta["bm25"]["attributes"])
         words = _split(arrays["bm25_vocab"], meta["bm25"]["vocab"])
-        bm25.__dict__.update(vocab_dict=dict(zip(words, arrays["bm25_vocab_ids"].tolist())),
+        bm25.__dict__.update(vocab_dict=dict(zip(words, arrays["bm25_vocab_ids"].tolist(), strict=False)),
                              unique_token_ids_set=set(arrays["bm25_token_ids"].tolist()),
                              methods_requiring_nonoccurrence=tuple(meta["bm25"]["nonoccurrence_methods"]),
                              nonoccurrence_array=arrays.get("bm25_nonoccurrence"),
@@ -828,14 +829,14 @@ def _corpus_from(meta: dict, arrays: dict[str, np.ndarray]) -> "_Corpus":
         dense = Dense(**{a: arrays[a] for a in _DENSE_ARRAYS},
                       sentence_texts=_split(arrays["sentence_texts"], meta["dense"]),
                       paper_vectors=arrays.get("paper_vectors"))
-    df = Counter(dict(zip(_split(arrays["df_words"], meta["df"]), arrays["df_counts"].tolist())))
+    df = Counter(dict(zip(_split(arrays["df_words"], meta["df"]), arrays["df_counts"].tolist(), strict=False)))
     return _Corpus(papers, {p.paper_id: i for i, p in enumerate(papers)},
                    np.array([p.decision for p in papers], dtype=object), bm25, df,
                    stem_df, terms, dense, arrays.get("mpnet"),
                    meta["names"])
 
 
-def _corpus_parts(key: tuple, state: "_Corpus") -> tuple[dict, dict[str, np.ndarray]]:
+def _corpus_parts(key: tuple, state: _Corpus) -> tuple[dict, dict[str, np.ndarray]]:
     """`state` as plain arrays and a JSON-able `meta` (`_load_corpus`). Raises TypeError for what has no such form
     (a text holding NUL, a BM25 of another bm25s version holding other kinds of values): that corpus is then not
     cached."""
@@ -899,7 +900,7 @@ def _corpus_parts(key: tuple, state: "_Corpus") -> tuple[dict, dict[str, np.ndar
     return meta, arrays
 
 
-def _save_corpus(path: Path, key: tuple, state: "_Corpus") -> None:
+def _save_corpus(path: Path, key: tuple, state: _Corpus) -> None:
     """Cache the corpus (written whole, then renamed: a reader never sees half a file). A data dir that cannot be
     written, or a corpus with no plain form, only loses the cache. A corpus cache of the pickle format beside it
     (older versions) is removed."""

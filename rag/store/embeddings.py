@@ -96,7 +96,7 @@ class _Embedding:
                     ) -> tuple[np.ndarray, list[np.ndarray]]:
         """`embed(texts)`, and a vector for each character span of each text (here: the span's text embedded
         on its own; embedders that expose token states pool them instead)."""
-        pieces = [text[a:b] for text, text_spans in zip(texts, spans) for a, b in text_spans]
+        pieces = [text[a:b] for text, text_spans in zip(texts, spans, strict=False) for a, b in text_spans]
         vectors = self.embed(list(texts) + pieces)
         out, rest, start = vectors[:len(texts)], vectors[len(texts):], 0
         span_out = []
@@ -177,7 +177,7 @@ class MiniLMEmbedding(_Embedding):
         span_out = [np.full((len(s), 384), np.nan, dtype=np.float32) for s in spans]
         for idx, encodings, hidden, mask in self._hidden_states(texts) if texts else ():
             out[idx] = _normalized(_mean(hidden, mask.astype(np.float32)))
-            for row, (i, encoding) in enumerate(zip(idx, encodings)):
+            for row, (i, encoding) in enumerate(zip(idx, encodings, strict=False)):
                 if not spans[i]:
                     continue
                 offsets = np.asarray(encoding.offsets)

@@ -38,7 +38,8 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -81,7 +82,7 @@ def _guarded(method: Callable) -> Callable:
     import functools
 
     @functools.wraps(method)
-    def wrapper(self: "PaperIndex", *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: PaperIndex, *args: Any, **kwargs: Any) -> Any:
         try:
             return method(self, *args, **kwargs)
         except (StoreError, ConfigError, EmbeddingError, StoreBusyError):
@@ -447,13 +448,13 @@ class PaperIndex:
             snapshot.forget(self.settings)  # first: from now on no reader trusts a snapshot of this store
             self.mark_changed()
 
-    def _embed(self, papers: list[Paper], holders: dict[str, dict[str, int]]) -> "_Batch":
+    def _embed(self, papers: list[Paper], holders: dict[str, dict[str, int]]) -> _Batch:
         """Chunk and embed `papers` (the model's work; nothing is written)."""
         nodes, owners, texts, starts = self._chunk(papers)
         sentences = [sentence_spans(p.abstract) for p in papers]
         spans, placed = _place_sentences(sentences, [len(n.get_content()) for n in nodes], owners, texts, starts)
         vectors, span_vectors = self.vectors.embed_spans(texts, spans)
-        for node, vector in zip(nodes, vectors):
+        for node, vector in zip(nodes, vectors, strict=True):
             node.embedding = vector.tolist()
         owners_arr = np.asarray(owners)
         counts = np.bincount(owners_arr, minlength=len(papers))
@@ -462,7 +463,7 @@ class PaperIndex:
             sentences=self._sentence_records(papers, sentences, placed, span_vectors, vectors.shape[1]),
             paper_vectors=_paper_vectors(vectors, owners_arr, len(papers)),
             paper_metas=[_paper_meta(p, int(c), self.chunking, len(n)) | _holder_fields(holders[p.paper_id])
-                         for p, c, n in zip(papers, counts, sentences)])
+                         for p, c, n in zip(papers, counts, sentences, strict=True)])
 
     def _chunk(self, papers: list[Paper]) -> tuple[list[Any], list[int], list[str], list[int]]:
         """The chunks of `papers` as llama-index TextNodes (ids `<paper_id>#<n>`), with, for each, its paper (an
@@ -512,7 +513,7 @@ class PaperIndex:
         sentence_vectors: list[np.ndarray] = []
         missing: list[int] = []  # sentences no chunk holds (or cut off by truncation): embedded on their own
         for owner, paper in enumerate(papers):
-            for m, ((a, b), (j, k)) in enumerate(zip(sentences[owner], placed[owner])):
+            for m, ((a, b), (j, k)) in enumerate(zip(sentences[owner], placed[owner], strict=False)):
                 ids.append(f"{paper.paper_id}@{m}")
                 documents.append(paper.abstract[a:b])
                 metadatas.append({"paper_id": paper.paper_id, "n": m, "start": a, "end": b})
@@ -522,11 +523,11 @@ class PaperIndex:
                     vector = np.zeros(dim, dtype=np.float32)
                 sentence_vectors.append(vector)
         if missing:
-            for pos, vector in zip(missing, self.vectors.embed([documents[i] for i in missing])):
+            for pos, vector in zip(missing, self.vectors.embed([documents[i] for i in missing]), strict=True):
                 sentence_vectors[pos] = vector
         return ids, sentence_vectors, documents, metadatas
 
-    def _store(self, batch: "_Batch") -> int:
+    def _store(self, batch: _Batch) -> int:
         """Write an embedded batch: chunks, sentences, then each paper's record (the completion marker).
         Returns the number of papers written."""
         # Also clears chunks a killed earlier run left behind without their paper record (the marker).
@@ -555,7 +556,7 @@ class PaperIndex:
         found: dict[str, dict] = {}
         for part in _parts(list(dict.fromkeys(paper_ids))):
             got = self.papers.get(ids=part, include=["metadatas"])
-            found.update(zip(got["ids"], got["metadatas"]))
+            found.update(zip(got["ids"], got["metadatas"], strict=False))
         return found
 
     def _papers_from_sources(self, sources: set[str]) -> dict[str, dict]:
@@ -564,7 +565,7 @@ class PaperIndex:
         for part in _parts(sorted(sources)):
             where = {"$or": [{"source": {"$in": part}}, *({_holder_key(s): s} for s in part)]}
             got = self.papers.get(where=where, include=["metadatas"])
-            found.update(zip(got["ids"], got["metadatas"]))
+            found.update(zip(got["ids"], got["metadatas"], strict=False))
         return found
 
     @_guarded
@@ -573,7 +574,7 @@ class PaperIndex:
         found: dict[str, Any] = {}
         for part in _parts(paper_ids):
             got = self.papers.get(ids=part, include=["embeddings"])
-            found.update(zip(got["ids"], got["embeddings"]))
+            found.update(zip(got["ids"], got["embeddings"], strict=False))
         return found
 
     @_guarded
@@ -624,7 +625,8 @@ class PaperIndex:
     def all_papers(self) -> list[StoredPaper]:
         """Every complete paper, in a stable order (by id)."""
         got = self.papers.get(include=["metadatas", "documents"])
-        papers = [_stored(pid, doc, meta) for pid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])]
+        papers = [_stored(pid, doc, meta)
+                  for pid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=False)]
         return sorted(papers, key=lambda p: p.paper_id)
 
     @_guarded
@@ -643,7 +645,8 @@ class PaperIndex:
         where = None if not conditions else conditions[0] if len(conditions) == 1 else {"$and": conditions}
         got = self.chunks.query(query_embeddings=[vector], n_results=n, where=where, include=["distances"])
         # Cosine space: distance = 1 - cosine similarity.
-        return [(cid.rsplit("#", 1)[0], 1.0 - float(d)) for cid, d in zip(got["ids"][0], got["distances"][0])]
+        return [(cid.rsplit("#", 1)[0], 1.0 - float(d))
+                for cid, d in zip(got["ids"][0], got["distances"][0], strict=False)]
 
     @_guarded
     def sentences_of(self, papers: list[StoredPaper]) -> dict[str, Sentences]:
@@ -654,7 +657,7 @@ class PaperIndex:
         found: dict[str, list[tuple[int, str, Any]]] = {}
         for part in _parts(ids):
             got = self.sentences.get(ids=part, include=["documents", "metadatas", "embeddings"])
-            for doc, meta, vector in zip(got["documents"], got["metadatas"], got["embeddings"]):
+            for doc, meta, vector in zip(got["documents"], got["metadatas"], got["embeddings"], strict=False):
                 pid = meta["paper_id"]
                 if "start" in meta:  # stored without its text (see `_store`); before, the text was the document
                     doc = by_id[pid].abstract[int(meta["start"]):int(meta["end"])]

@@ -31,7 +31,8 @@ import re
 import unicodedata
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
 from rag.text import visible
 
@@ -447,7 +448,7 @@ def _csv_records(text: str, path: str) -> Iterator[tuple[int, dict | str]]:
             if not row:
                 continue
             if len(row) <= len(header):
-                yield first + 1, dict(zip(header, row))
+                yield first + 1, dict(zip(header, row, strict=False))
                 continue
             problem = f"CSV row has {len(row)} fields, header has {len(header)}"
         yield first + 1, problem
@@ -461,7 +462,7 @@ class _Lines:
     def __init__(self, lines: list[str], start: int) -> None:
         self.lines, self.next = lines, start
 
-    def __iter__(self) -> "_Lines":
+    def __iter__(self) -> _Lines:
         return self
 
     def __next__(self) -> str:

@@ -24,7 +24,7 @@ import os
 import stat
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from rag.errors import RagError
@@ -81,10 +81,8 @@ def _write_pid(path: Path) -> None:
             handle.write(str(os.getpid()))
         os.replace(temp, path)
     except OSError:
-        try:
+        with suppress(OSError):
             temp.unlink()
-        except OSError:
-            pass
 
 
 def check_free(settings: Settings, doing: str) -> None:

@@ -19,6 +19,7 @@ They live beside the store rather than in a Chroma collection, like the BM25 ind
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
@@ -26,7 +27,8 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -65,7 +67,7 @@ def _read(path: Path, identity: str, _mtime: int) -> dict[bytes, np.ndarray]:
             if meta.get("format") != FORMAT or meta.get("model") != identity:
                 return {}
             vectors = dequantize(data["q"], data["scale"])
-            return {bytes(k): v for k, v in zip(data["keys"], vectors)}
+            return {bytes(k): v for k, v in zip(data["keys"], vectors, strict=False)}
     except Exception:  # absent, half-written by a killed process, or of another format: embed again
         return {}
 
@@ -120,7 +122,7 @@ class PaperVectors:
                     part = todo[start:start + 32]
                     # As the cache will hold them (int8), so a paper's vector is the same in this process and the next.
                     rows = dequantize(*quantize(self.model.embed([texts[i] for i in part])))
-                    for i, vector in zip(part, rows):
+                    for i, vector in zip(part, rows, strict=True):
                         fresh[keys[i]] = vector
                     if progress:
                         progress(min(start + 32, len(todo)), len(todo))
@@ -128,10 +130,8 @@ class PaperVectors:
                 cached.update(fresh)
                 if self.cache:
                     keep = {k: cached[k] for k in dict.fromkeys(keys) if k in cached} if prune else cached
-                    try:
+                    with contextlib.suppress(OSError):  # a data dir that cannot be written only loses the cache
                         write_file(self.cache, self.identity, keep)
-                    except OSError:  # a data dir that cannot be written only loses the cache
-                        pass
         out = np.empty((len(papers), DIM), dtype=np.float32)
         for i, k in enumerate(keys):
             out[i] = found[k] if k in found else cached[k]

@@ -28,7 +28,8 @@ import hashlib
 import json
 import threading
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -52,7 +53,7 @@ class Shipped:
             q, scale = data["q"], data["scale"]
             self.papers = [tuple(p) for p in json.loads(str(data["papers"]))]
         self.vectors = dequantize(q, scale)  # NaN rows (NaN scale) stay NaN
-        self.rows = {bytes(k): (int(a), int(b)) for k, a, b in zip(keys, offsets[:-1], offsets[1:])}
+        self.rows = {bytes(k): (int(a), int(b)) for k, a, b in zip(keys, offsets[:-1], offsets[1:], strict=False)}
 
     def lookup(self, text: str, n_spans: int, spans: Iterable[tuple[int, int]] = ()) -> np.ndarray | None:
         """The text's vector and its spans' ([1 + n_spans, dim]), or None when the file does not hold them."""
@@ -98,7 +99,7 @@ class Prebuilt:
         if shipped is None:
             self.misses += len(texts)
             return self.embedder.embed_spans(texts, spans)
-        found = [shipped.lookup(t, len(s), s) for t, s in zip(texts, spans)]
+        found = [shipped.lookup(t, len(s), s) for t, s in zip(texts, spans, strict=False)]
         todo = [i for i, rows in enumerate(found) if rows is None]
         self.hits += len(texts) - len(todo)
         self.misses += len(todo)
@@ -150,13 +151,13 @@ class Recorder:
     def embed_spans(self, texts: list[str], spans: list[list[tuple[int, int]]]
                     ) -> tuple[np.ndarray, list[np.ndarray]]:
         out, span_out = self.embedder.embed_spans(texts, spans)
-        for text, text_spans, vector, span_vectors in zip(texts, spans, out, span_out):
+        for text, text_spans, vector, span_vectors in zip(texts, spans, out, span_out, strict=False):
             self.entries[entry_key(text, text_spans)] = np.vstack([vector[None, :], span_vectors])
         return out, span_out
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = self.embedder.embed(texts)
-        for text, vector in zip(texts, out):
+        for text, vector in zip(texts, out, strict=True):
             self.entries[entry_key(text)] = vector[None, :]
         return out
 
@@ -195,7 +196,7 @@ def stored_rows(path: Path = VECTORS) -> tuple[dict[str, Any], dict[bytes, tuple
     with np.load(path, allow_pickle=False) as data:
         meta = json.loads(str(data["meta"]))
         keys, offsets, q, scale = data["keys"], data["offsets"], data["q"], data["scale"]
-    return meta, {bytes(k): (q[a:b], scale[a:b]) for k, a, b in zip(keys, offsets[:-1], offsets[1:])}
+    return meta, {bytes(k): (q[a:b], scale[a:b]) for k, a, b in zip(keys, offsets[:-1], offsets[1:], strict=False)}
 
 
 def write_quantized(path: Path, entries: dict[bytes, tuple[np.ndarray, np.ndarray]], meta: dict[str, Any],

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from rag.web.guard import ASGIApp, Message, Receive, Scope, Send, replaying
 

@@ -105,10 +105,10 @@ def _without_paths(text: str, settings) -> str:
 
 
 # Each page's indexing line and its refresh timer, by page, so `publish_status` can write them into its config.
-_STATUS: "weakref.WeakKeyDictionary[gr.Blocks, tuple[gr.Markdown, gr.Timer]]" = weakref.WeakKeyDictionary()
+_STATUS: weakref.WeakKeyDictionary[gr.Blocks, tuple[gr.Markdown, gr.Timer]] = weakref.WeakKeyDictionary()
 STATUS_KEY = "indexing_now"  # the i18n key of the indexing line in the page's config (`publish_status`)
 # Each page's translations of its own words (`rag.web.i18n.page_i18n`), for `launch(i18n=...)`.
-_I18N: "weakref.WeakKeyDictionary[gr.Blocks, gr.I18n]" = weakref.WeakKeyDictionary()
+_I18N: weakref.WeakKeyDictionary[gr.Blocks, gr.I18n] = weakref.WeakKeyDictionary()
 
 
 def publish_status(demo: gr.Blocks, engine: Engine) -> None:
@@ -277,7 +277,7 @@ class ChatApp:
         labels = {"decisions": "× " + words("or", lang).join(filters.get("decisions") or []),
                   "author": "× " + words("by_author", lang, author=filters.get("author") or "")}
         return {chip: gr.Button(value=labels[kind], visible=kind in set_by_question)
-                for chip, kind in zip(self.page.chips, QUESTION_FILTERS)}
+                for chip, kind in zip(self.page.chips, QUESTION_FILTERS, strict=True)}
 
     def without_filter(self, kind: str):
         """A chip's click handler: ask the last question again without the filter its words set."""
@@ -447,10 +447,8 @@ class ChatApp:
         lists: the answers whose cards are shown (`rag.web.render.FULL_TURNS`)."""
         out: dict[str, list[dict]] = {}
         for pid in {s["paper_id"] for a in answers for s in a["sources"]}:
-            try:
+            with contextlib.suppress(RagError):  # a paper no longer in the index
                 out[pid] = self.engine.related(pid, 5).to_dict()["related"]
-            except RagError:  # a paper no longer in the index
-                pass
         return out
 
     def related_api(self, paper: str, k: int = 5) -> dict:
@@ -605,11 +603,11 @@ def _wire_answers(app: ChatApp, c: _Layout) -> None:
         trigger(app.stream_answer, [c.box, c.chatbot, c.answers, c.decisions, c.author, c.k, c.export_id, c.model],
                 outputs, api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
                 ).then(**totals).then(**map_state)
-    for chip, kind in zip(c.chips, QUESTION_FILTERS):
+    for chip, kind in zip(c.chips, QUESTION_FILTERS, strict=True):
         chip.click(app.without_filter(kind), [c.chatbot, c.answers, c.decisions, c.author, c.k, c.export_id, c.model],
                    outputs, api_visibility="private", concurrency_limit=settings.concurrency, concurrency_id="ask"
                    ).then(**totals).then(**map_state)
-    for button, holder, kind in zip(c.export_buttons, (c.export_md, c.export_json), ("md", "json")):
+    for button, holder, kind in zip(c.export_buttons, (c.export_md, c.export_json), ("md", "json"), strict=True):
         button.click(app.exporter(kind), [c.answers, c.export_id], [holder, c.export_id], api_visibility="private",
                      concurrency_limit=2, concurrency_id="export").then(
             None, None, None, js=f"() => document.querySelector('#{holder.elem_id}').click()")
@@ -702,7 +700,7 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
     """Load the index, then serve; `background` files are indexed while serving (the bundled list).
     `block=False` returns at once (tests)."""
     load_sentence_splitter()  # before any worker thread (rag.text: nltk's import is not thread-safe)
-    engine.retriever  # load the embedder and index now, not on the first question
+    engine.retriever  # noqa: B018  load the embedder and index now, not on the first question
     ingest = None
     if background:
         ingest = engine.index_in_background(background, report=lambda line: print(line, flush=True))

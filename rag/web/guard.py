@@ -40,7 +40,8 @@ import secrets
 import threading
 import time
 from collections import defaultdict, deque
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
 
 from rag.config import LIMITS
 

@@ -190,7 +190,7 @@ class MapPanel:
         return {"id": tmap.paper_ids, "counted": counted, "x": [p[0] for p in tmap.xy], "y": [p[1] for p in tmap.xy],
                 "topic": tmap.topic,
                 "title": [f"{titles.get(pid, pid)} — topic {n}: {labels.get(n, '')}"
-                          for pid, n in zip(tmap.paper_ids, tmap.topic)],
+                          for pid, n in zip(tmap.paper_ids, tmap.topic, strict=False)],
                 "topics": [{"n": t.n, "label": labels[t.n], "size": t.size} for t in tmap.topics]}
 
     def map_card(self, paper_id: Any) -> str:

@@ -52,7 +52,7 @@ class ModelMenu:
             return self.engine
         with self._lock:
             if model not in self._engines:
-                self.engine.retriever  # loaded first, so that the derived engine shares it (and the index)
+                self.engine.retriever  # noqa: B018  loaded first, so that the derived engine shares it (and the index)
                 derived = self.engine.derive(llm_model=model)
                 derived.indexing = self.engine.indexing  # answers say so while the collection is being indexed
                 self._engines[model] = derived

@@ -86,7 +86,7 @@ def test_quantity_features_read_the_top_paper_for_the_asked_quantity(seed_engine
     def quantity(question):
         retrieval = seed_engine.retriever.retrieve(question, RetrievalParams(k=5))
         assert "RelCon" in retrieval.hits[0].paper.abstract
-        x = dict(zip(abstain.FEATURES, abstain.features(retrieval)))
+        x = dict(zip(abstain.FEATURES, abstain.features(retrieval), strict=False))
         return x["asks_figure"], x["quantity_missing"], x["quantity_number"], retrieval
 
     # The abstract gives it: "trained on 1 billion segments from 87,376 participants".
@@ -134,7 +134,7 @@ def test_detail_missing_is_the_share_of_named_details_the_top_paper_lacks(seed_e
     def detail(question):
         retrieval = seed_engine.retriever.retrieve(question, RetrievalParams(k=5))
         assert "RelCon" in retrieval.hits[0].paper.abstract
-        return dict(zip(abstain.FEATURES, abstain.features(retrieval)))["detail_missing"]
+        return dict(zip(abstain.FEATURES, abstain.features(retrieval), strict=False))["detail_missing"]
 
     assert abstain.DETAIL.findall("Was it tested on ImageNet with a 7B model, or in Spanish?") == [
         "ImageNet", "7B", "Spanish"]
@@ -154,7 +154,7 @@ def test_a_question_asking_whether_a_papers_work_went_further_reads_as_a_near_mi
     further = retriever.retrieve("Has the chip floorplanning work that optimizes the final timing instead of proxy "
                                  "metrics also been tested on analog circuits?", RetrievalParams(k=5))
     assert search.hits[0].paper.paper_id == further.hits[0].paper.paper_id == "YLIsIzC74j"  # LaMPlace
-    forms = {r.question: dict(zip(abstain.FEATURES, abstain.features(r))) for r in (search, further)}
+    forms = {r.question: dict(zip(abstain.FEATURES, abstain.features(r), strict=False)) for r in (search, further)}
     assert [forms[search.question][f] for f in abstain.FORM_FEATURES] == [0.0, 0.0, 0.0]
     form = forms[further.question]
     # "analog circuits" follows "tested on": other papers use both words, LaMPlace's title and abstract neither
@@ -163,4 +163,4 @@ def test_a_question_asking_whether_a_papers_work_went_further_reads_as_a_near_mi
     # "Has anyone ...", "Is there ..." search for the work: no yes/no question about a paper
     for question in ("Has anyone applied diffusion models to protein design?", "Is there work on tabular data?"):
         r = retriever.retrieve(question, RetrievalParams(k=5))
-        assert dict(zip(abstain.FEATURES, abstain.features(r)))["yes_no"] == 0.0
+        assert dict(zip(abstain.FEATURES, abstain.features(r), strict=False))["yes_no"] == 0.0

@@ -42,7 +42,7 @@ def test_the_dev_set_is_answered_from_the_right_papers(seed_engine):
     top1 = cited = 0
     for q in singles:
         answer = seed_engine.ask(q["question"])
-        gold = lambda s: s.text.startswith(q["gold"][0])  # noqa: E731
+        gold = lambda s, q=q: s.text.startswith(q["gold"][0])  # noqa: E731
         top1 += gold(answer.sources[0])
         cited += any(gold(c) for c in answer.citations)
     assert top1 / len(singles) >= 0.95
@@ -414,7 +414,7 @@ def test_a_title_only_paper_is_listed_only_when_its_title_holds_most_of_the_topi
     hits = [Hit(paper("a", "We prove residual connections prevent oversmoothing."), 1.0, 0.7, 3.0),
             Hit(paper("half", ""), 0.9, 0.72, 2.0), Hit(paper("most", ""), 0.8, 0.71, 2.0),
             Hit(paper("b", "Graph neural networks, in general."), 0.7, 0.7, 1.0)]
-    for hit, topical in zip(hits, (1.0, 0.5, 0.8, 0.5)):
+    for hit, topical in zip(hits, (1.0, 0.5, 0.8, 0.5), strict=False):
         hit.snippet_score, hit.topical = (0.8 if hit.paper.abstract else 0.0), topical
     retrieval = Retrieval("oversmoothing in graph neural networks", hits, np.zeros(3))
     settings = Settings()

@@ -20,7 +20,7 @@ def test_a_question_its_paper_answers_reads_higher_than_a_detail_the_paper_never
     answered = retriever.retrieve("What is AERCA for root cause analysis?", RetrievalParams(k=5))
     detail = retriever.retrieve("Which robot arm did AERCA use for root cause analysis?", RetrievalParams(k=5))
     assert answered.hits[0].paper.paper_id == detail.hits[0].paper.paper_id  # the same paper, asked two things
-    a = dict(zip(reader.FEATURES, reader.features(answered)))
-    d = dict(zip(reader.FEATURES, reader.features(detail)))
+    a = dict(zip(reader.FEATURES, reader.features(answered), strict=False))
+    d = dict(zip(reader.FEATURES, reader.features(detail), strict=False))
     assert d["reader_rare_min"] < a["reader_rare_min"] - 0.1
     assert d["reader_cover"] < a["reader_cover"] and d["reader_missing"] < a["reader_missing"]

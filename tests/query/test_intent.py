@@ -209,7 +209,7 @@ def test_which_of_them_is_an_oral_gives_each_previous_papers_decision(seed_engin
         assert sorted(c.paper_id for c in answer.citations) == sorted(matching or listed.cited_ids), question
         assert head in first and str(len(listed.cited_ids)) in first, first
         assert len(lines) == len(answer.citations)
-        for line, cited in zip(lines, answer.citations):
+        for line, cited in zip(lines, answer.citations, strict=False):
             assert f"“{cited.title}” [{cited.n}]" in line and cited.decision in line, line
     # After an answer about one of them ("Who wrote the second one?"), "them" still means the list.
     second = seed_engine.ask("Who wrote the second one?", history=history)

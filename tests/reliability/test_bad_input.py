@@ -146,7 +146,7 @@ def test_generated_pretty_json_arrays_keep_every_good_record_and_report_every_ba
         for _, text in elements:
             starts.append(line)
             line += text.count("\n") + 1
-        bad_lines = {start for start, (kind, _) in zip(starts, elements) if kind != "good"}
+        bad_lines = {start for start, (kind, _) in zip(starts, elements, strict=False) if kind != "good"}
         assert set(_check_problems(result.problems, path)) == bad_lines
         assert len(result.problems) == len(bad_lines)
 

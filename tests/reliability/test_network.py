@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 from helpers import ROOT, SEEDS, api_ask, free_port, rag_cmd, wait_for_page
 from fake_openai import FakeOpenAI
@@ -80,7 +81,7 @@ def test_a_full_session_connects_to_nothing_outside_loopback(tmp_path):
             assert status == 200 and answer["mode"] == "llm" and answer["citations"]
             time.sleep(2)  # give any background thread (telemetry, update checks) time to try
         finally:  # stop the traced `rag serve` (strace's child); strace then exits with it
-            children = open(f"/proc/{proc.pid}/task/{proc.pid}/children").read().split()
+            children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
             for pid in children:
                 os.kill(int(pid), signal.SIGTERM)
             try:

@@ -163,7 +163,7 @@ def test_injected_instructions_never_become_the_answer(service, llm, mode, where
     assert answer["mode"] == "extractive" and answer["fallback_reason"]
     assert answer["citations"] and "[1]" in answer["answer"]
     cited = {c["n"]: c["text"] for c in answer["citations"]}
-    for n, text in cited.items():  # every cited sentence is quoted from its source
+    for n in cited:  # every cited sentence is quoted from its source
         assert f"[{n}]" in answer["answer"]
     text = answer["answer"]
     for c in answer["sources"]:  # each paper's lines start with its title ("• Title: ..."), then its sentences
@@ -339,7 +339,7 @@ def _listening(port: int) -> set[str]:
     import ipaddress
 
     found = set()
-    for name, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in Path(name).read_text().splitlines()[1:]:
             local, state = line.split()[1], line.split()[3]
             address, hex_port = local.split(":")

@@ -115,7 +115,7 @@ def test_kill_9_at_random_moments_leaves_a_consistent_store(tmp_path, soak):
     rng = random.Random(int(os.environ.get("RAG_SOAK_SEED", "7")))
     trials = 10 if soak else 2
     stored = []
-    for trial in range(trials):
+    for _ in range(trials):
         proc = subprocess.Popen(rag_cmd("ingest", str(path), data_dir=data_dir), cwd=ROOT,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         # Kill at a random moment of the embedding work: after a random number of committed batches (read from

@@ -28,7 +28,8 @@ def test_seeds_ingest_into_38_papers_and_their_chunks(seed_ingest):
     per_paper = Counter(i.split("#")[0] for i in ids)
     assert len(per_paper) == 38
     stored = engine.index.papers.get(include=["metadatas"])
-    assert {pid: meta["chunks"] for pid, meta in zip(stored["ids"], stored["metadatas"])} == dict(per_paper)
+    chunks_of = {pid: meta["chunks"] for pid, meta in zip(stored["ids"], stored["metadatas"], strict=True)}
+    assert chunks_of == dict(per_paper)
     # Named after their ICLR 2025 papers (rag.store.catalog): OpenReview ids and titles, and where those came from.
     assert all(meta["title"] and meta["has_abstract"] and meta["enriched_from"] for meta in stored["metadatas"])
     assert "k2ZVAzVeMP" in stored["ids"]
@@ -42,7 +43,7 @@ def test_no_chunk_is_longer_than_the_embedder_reads(seed_engine):
     # and the chunks of each paper cover its whole abstract
     papers = {p.paper_id: p for p in seed_engine.index.all_papers()}
     for pid, paper in papers.items():
-        chunks = [d for d, m in zip(got["documents"], got["metadatas"]) if m["paper_id"] == pid]
+        chunks = [d for d, m in zip(got["documents"], got["metadatas"], strict=False) if m["paper_id"] == pid]
         assert paper.abstract.split()[-1] in " ".join(chunks)
 
 
@@ -152,7 +153,8 @@ def test_a_title_only_paper_is_one_chunk_of_its_title_and_has_no_sentences(tmp_p
     stats = engine.ingest([DATA / "papers_title_only.jsonl", DATA / "papers_small.jsonl"])
     assert (stats.added, stats.problems) == (10, [])
     chunks = engine.index.chunks.get(where={"paper_id": {"$in": list(titles)}}, include=["documents", "metadatas"])
-    assert sorted(zip((m["paper_id"] for m in chunks["metadatas"]), chunks["documents"])) == sorted(titles.items())
+    pairs = zip((m["paper_id"] for m in chunks["metadatas"]), chunks["documents"], strict=True)
+    assert sorted(pairs) == sorted(titles.items())
     assert not engine.index.sentences.get(where={"paper_id": {"$in": list(titles)}}, include=[])["ids"]
     stored = {p.paper_id: p for p in engine.index.all_papers()}
     for pid, title in titles.items():
@@ -184,7 +186,7 @@ def test_the_openai_compatible_embedder_works_and_an_index_refuses_the_wrong_emb
         assert calls and all(r["body"]["model"] == "fake-embed" for r in calls)
         assert calls[0]["headers"]["Authorization"] == "Bearer sk-test-123"
     with pytest.raises(ConfigError, match="was built with embedder 'openai:fake-embed'"):
-        Engine(Settings.load(data_dir=data_dir)).index
+        Engine(Settings.load(data_dir=data_dir)).index  # noqa: B018  opening it raises
 
 
 def test_a_file_with_broken_records_does_not_remove_papers(tmp_path, store):
@@ -248,10 +250,9 @@ def test_a_missing_or_incompatible_chroma_server_is_a_clear_error(tmp_path):
     from helpers import free_port
 
     with pytest.raises(StoreError, match="cannot use the Chroma server at http://127.0.0.1:.*chroma run --path"):
-        Engine(Settings.load(data_dir=tmp_path, chroma_url=f"http://127.0.0.1:{free_port()}")).index
-    with FakeOpenAI() as not_chroma:
-        with pytest.raises(StoreError, match="cannot use the Chroma server"):
-            Engine(Settings.load(data_dir=tmp_path, chroma_url=f"http://127.0.0.1:{not_chroma.port}")).index
+        Engine(Settings.load(data_dir=tmp_path, chroma_url=f"http://127.0.0.1:{free_port()}")).index  # noqa: B018
+    with FakeOpenAI() as not_chroma, pytest.raises(StoreError, match="cannot use the Chroma server"):
+        Engine(Settings.load(data_dir=tmp_path, chroma_url=f"http://127.0.0.1:{not_chroma.port}")).index  # noqa: B018
 
 
 def test_a_chroma_server_of_another_major_version_is_refused_at_connect(tmp_path):
@@ -284,7 +285,7 @@ def test_a_chroma_server_of_another_major_version_is_refused_at_connect(tmp_path
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
         with pytest.raises(StoreError, match=r"reports version 2\.0\.0, which this client \(chromadb 1\.5\.9"):
-            Engine(Settings.load(data_dir=tmp_path, chroma_url=url)).index
+            Engine(Settings.load(data_dir=tmp_path, chroma_url=url)).index  # noqa: B018  opening it raises
     finally:
         server.shutdown()
 

@@ -199,7 +199,7 @@ def test_on_a_phone_the_question_box_is_on_the_first_screen_and_map_points_can_b
         box = screen.evaluate("(() => { const r = document.querySelector('#question textarea')"
                               ".getBoundingClientRect(); return [r.top, r.bottom, r.width]; })()")
         # On the first screen, and in its upper half: the on-screen keyboard covers the lower one.
-        assert 0 <= box[0] and box[1] <= 844 / 2 and box[2] > 150, box
+        assert box[0] >= 0 and box[1] <= 844 / 2 and box[2] > 150, box
         assert screen.evaluate("window.scrollY") == 0
         screen.locator("#map .map-plot").scroll_into_view_if_needed()
         sizes = screen.evaluate("[...document.querySelectorAll('#map circle')].map((c) => "

@@ -56,7 +56,7 @@ def test_each_outcome_has_its_own_label_look_and_card_score_wording(page, app):
             # the label says it once: the text's own "Unsure: none of the papers ..." is left out on the page
             assert label.startswith("Unsure") and answer.inner_text().count("Unsure") == 1
             assert "none of the papers clearly answers this" not in answer.inner_text()
-            assert answer.locator('a[href="#src-%d-1"]' % turn).count() >= 1  # the closest papers are cited
+            assert answer.locator(f'a[href="#src-{turn}-1"]').count() >= 1  # the closest papers are cited
             assert "cited as closest" in meta
         if outcome == "not_covered":
             assert label == "Not covered by the collection" and "does not appear to cover" not in answer.inner_text()

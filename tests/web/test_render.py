@@ -233,7 +233,7 @@ def test_in_chromium_each_card_link_is_named_by_the_host_it_opens():
         finally:
             browser.close()
     assert len(links) == len(TRICKY_URLS), links
-    for (host, label), url in zip(links, TRICKY_URLS):
+    for (host, label), url in zip(links, TRICKY_URLS, strict=False):
         expected = "OpenReview" if host == "openreview.net" or host.endswith(".openreview.net") else host
         assert label == expected, (url, host, label)
 

@@ -183,7 +183,7 @@ def test_the_answer_streams_in_and_links_to_a_source_card(page, llm):
         llm.chunk_delay = 0.005
     seen = page.evaluate("window.__seen")
     assert len(seen) >= 3, seen  # the text grew in front of the user
-    assert all(len(a) <= len(b) for a, b in zip(seen, seen[1:])), seen
+    assert all(len(a) <= len(b) for a, b in zip(seen, seen[1:], strict=False)), seen
     final = last_answer(page)
     assert "[1]" in final and "fake-chat (LLM)" in final
     card = page.locator("#src-0-1")
@@ -221,12 +221,12 @@ def test_export_markdown_and_json(page):
     ask(page, SAE)
     with page.expect_download() as download:
         page.click("#export-md")
-    markdown = open(download.value.path(), encoding="utf-8").read()
+    markdown = download.value.path().read_text(encoding="utf-8")
     assert f"## Q1: {SAE}" in markdown
     assert "[1] Efficient Dictionary Learning with Switch Sparse Autoencoders" in markdown
     with page.expect_download() as download:
         page.click("#export-json")
-    exported = json.loads(open(download.value.path(), encoding="utf-8").read())
+    exported = json.loads(download.value.path().read_text(encoding="utf-8"))
     answer = exported["answers"][0]
     assert answer["question"] == SAE and answer["citations"][0]["n"] == 1
     assert answer["citations"][0]["text"] == seed_paragraphs("000_99312b63f56aee43.txt")[2]
@@ -466,17 +466,17 @@ def test_exports_are_written_when_clicked_not_after_every_answer(page):
     for _ in range(2):
         with page.expect_download() as download:
             page.click("#export-md")
-        assert f"{marker} 2" in open(download.value.path(), encoding="utf-8").read()
+        assert f"{marker} 2" in download.value.path().read_text(encoding="utf-8")
     assert len(cached_copies(marker)) == 1
     for _ in range(2):
         with page.expect_download() as download:
             page.click("#export-json")
-    assert len(json.loads(open(download.value.path(), encoding="utf-8").read())["answers"]) == 3
+    assert len(json.loads(download.value.path().read_text(encoding="utf-8"))["answers"]) == 3
     assert len(cached_copies(marker)) == 2
     ask(page, f"What compute savings did they report ({marker} 3)?", answers_before=3)
     with page.expect_download() as download:
         page.click("#export-md")
-    assert f"{marker} 3" in open(download.value.path(), encoding="utf-8").read()
+    assert f"{marker} 3" in download.value.path().read_text(encoding="utf-8")
     assert len(cached_copies(marker)) == 2  # the new Markdown version replaced the old one (issue 49 #9)
 
 
@@ -528,7 +528,7 @@ def test_a_number_inside_a_quoted_abstract_stays_text(page, llm):
     assert re.search(r"gradients \(ref\. 1\) as shown in \(ref\. 2\) \[<a ", html), html  # the quoted numbers: text
     with page.expect_download() as download:
         page.click("#export-json")
-    exported = json.loads(open(download.value.path(), encoding="utf-8").read())["answers"][-1]
+    exported = json.loads(download.value.path().read_text(encoding="utf-8"))["answers"][-1]
     cited = {f"#src-0-{c['n']}" for c in exported["citations"]}
     hrefs = bot.locator('a[href^="#src-"]').evaluate_all("els => els.map(e => e.getAttribute('href'))")
     assert hrefs and set(hrefs) <= cited, (hrefs, cited)
@@ -562,7 +562,7 @@ def test_the_markdown_export_renders_as_text_in_a_markdown_viewer(page, browser,
     ask(page, "Where is the quokka telemetry survey data?", answers_before=1)
     with page.expect_download() as download:
         page.click("#export-md")
-    markdown = open(download.value.path(), encoding="utf-8").read()
+    markdown = download.value.path().read_text(encoding="utf-8")
     # Plain text (issue 30): markup from a paper stays in the file as text, escaped so no viewer makes it live.
     assert not re.search(r"(?<!\\)<(script|img)|(?<!\\)\]\(http", markdown), markdown
     assert "\\<script>" in markdown
@@ -730,7 +730,7 @@ new MutationObserver(() => {
         page.wait_for_timeout(500)
         box = page.evaluate("(() => { const r = document.querySelector('#added').getBoundingClientRect(); "
                             "return [r.top, r.bottom, window.innerHeight]; })()")
-        assert 0 <= box[0] and box[1] <= box[2], box  # the report is on the screen
+        assert box[0] >= 0 and box[1] <= box[2], box  # the report is on the screen
         context.close()
     finally:
         demo.close()
@@ -758,7 +758,7 @@ def test_the_chats_trash_icon_starts_a_new_conversation_like_the_button(page, ap
     assert box["x"] + box["width"] <= card["x"] or box["y"] >= card["y"] + card["height"]  # not over the cards
     with page.expect_download() as download:
         page.click("#export-md")
-    markdown = open(download.value.path(), encoding="utf-8").read()
+    markdown = download.value.path().read_text(encoding="utf-8")
     assert "## Q1: zebra stripes" in markdown and "Q2" not in markdown and "sparse autoencoders" not in markdown
 
 
@@ -843,7 +843,7 @@ def test_a_newcomers_path_through_the_page(browser, tmp_path):
         assert badges and set(badges) == {"Oral"}, badges
         with page.expect_download() as download:
             page.click("#export-md")
-        markdown = open(download.value.path(), encoding="utf-8").read()
+        markdown = download.value.path().read_text(encoding="utf-8")
         assert "## Q3: Which papers use diffusion models?" in markdown and "openreview.net" in markdown
         page.click("#clear")
         page.wait_for_function("document.querySelectorAll('#chat [data-testid=bot]').length == 0")
