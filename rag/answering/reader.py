@@ -154,7 +154,8 @@ def _features(retrieval: Any, model: Any, cache: dict | None) -> list[float]:
         vectors = [cache[t][1] for t in text_list if len(cache[t][0])]
         if not vectors:
             return np.zeros(len(keep))
-        return (qv @ np.concatenate(vectors).T).max(axis=1)
+        best: np.ndarray = (qv @ np.concatenate(vectors).T).max(axis=1)
+        return best
 
     top = maxsim(texts[0])
     cover = float(weights @ top)
