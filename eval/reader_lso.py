@@ -10,7 +10,8 @@ without it (the generated questions plus the other sets' questions, each weighte
 `make model` fits), its two cut points are chosen on the other sets the way tune_outcomes chooses them (least
 COSTS, on probabilities out of fold: the other sets split INNER ways by set), and both are applied to the set.
 Candidates, in one run:
-- shipped (fixed weights): rag/answering/abstain_gate.json as it is, only its cut points chosen without the set.
+- shipped (fixed weights): rag/answering/abstain_gate.json as it is (or --before), only its cut points chosen without
+  the set.
   Its weights were fitted on every dev set, the left-out one included, so it is flattered here;
 - refit: the shipped features, fitted the shipped way without the set (the fair baseline);
 - refit +reader: the same with reader.FEATURES added (and variants);
@@ -188,6 +189,9 @@ def main() -> int:
     parser.add_argument("--generated", type=Path, required=True, help="train_abstain.py --cache pickle")
     parser.add_argument("--features", type=Path, required=True, help="reader features, read and updated")
     parser.add_argument("--only", nargs="*", default=None, help="candidate names (prefixes)")
+    parser.add_argument("--before", type=Path, default=ROOT / "rag" / "answering" / abstain.GATE_FILE,
+                        help="the 'shipped (fixed weights)' gate: the one being replaced (e.g. `git show "
+                             "REV:rag/answering/abstain_gate.json`)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--md", type=Path, default=None)
     parser.add_argument("--write", default=None, metavar="CANDIDATE",
@@ -221,7 +225,7 @@ def main() -> int:
     everything = all_features(retrievals, feats)
     dx, gen_x = {"all": everything[:len(rows)]}, {"all": everything[len(rows):]}
     dec = Decisions(rows)
-    shipped = json.loads((ROOT / "rag" / "answering" / abstain.GATE_FILE).read_text(encoding="utf-8"))
+    shipped = json.loads(args.before.read_text(encoding="utf-8"))
     base = list(abstain.RETRIEVAL_FEATURES)  # the gate's features without the reader's
     no_form = [n for n in base if n not in abstain.FORM_FEATURES]
     named_reader = [f"named*{n}" for n in reader.FEATURES]
