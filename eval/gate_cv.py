@@ -15,7 +15,7 @@ decision saw, so that features can change without asking again. The sets tune_ou
 a generated question's 1) by grouped k-fold cross-validation. The dev questions are grouped by paper (gold and
 `about` ids joined, so paraphrases and near misses of one paper never straddle folds; a question about no paper is
 its own group). For each held-out fold a candidate is fitted on the generated questions plus the other folds' dev
-questions, its two cut points are chosen on the other folds the way tune_outcomes chooses them (least COSTS; from
+questions, its two cut points are chosen on the other folds the way tune_outcomes chooses them (least cost; from
 inner out-of-fold probabilities when dev questions are in the fit), and both are applied to the held-out fold. The
 gate it would replace (`--before`, default the shipped abstain_gate.json: fixed weights) gets its cut points chosen
 the same way, in the same run. Reported: total cost and the outcome shares of answerable and unanswerable questions,
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "eval"))
 
 from rag.answering import abstain  # noqa: E402
-from tune_outcomes import COSTS, DEV_SETS, GRID, QUESTIONS, ask_as_eval, held_out, outcome  # noqa: E402
+from tune_outcomes import DEV_SETS, GRID, QUESTIONS, ask_as_eval, cost, held_out, is_near, outcome  # noqa: E402
 
 OUTCOMES = ("answered", "unsure", "not_covered")
 FOLDS, SEEDS = 5, 3
@@ -85,7 +85,7 @@ def record(engine, sets: list[str]) -> list[dict]:
             top = answer.sources[0] if answer.sources else None
             golds = q.get("gold", [])
             rows.append({
-                "set": q["set"], "qid": q["qid"], "answerable": q["kind"] != "none",
+                "set": q["set"], "qid": q["qid"], "answerable": q["kind"] != "none", "near": is_near(q),
                 "papers": sorted(set(golds) | ({q["about"]} if q.get("about") else set())),
                 "outcome": answer.outcome, "retrieval": retrieval,
                 "weak": bool(retrieval and retrieval.hits and retrieval.confidence
@@ -197,7 +197,7 @@ def choose_cuts(rows: list[dict], p: np.ndarray) -> tuple[float, float, str]:
         for u in GRID:
             for n in (n for n in GRID if n >= u):
                 got = outcomes_of(rows, p, u, n, low)
-                key = (sum(COSTS[(r["answerable"], g)] for r, g in zip(rows, got, strict=False)),
+                key = (sum(cost(r["answerable"], g, r.get("near", False)) for r, g in zip(rows, got, strict=False)),
                        sum(1 for r, g in zip(rows, got, strict=False) if r["answerable"] and g == "not_covered"),
                        sum(1 for r, g in zip(rows, got, strict=False) if r["answerable"] and g == "unsure"))
                 if best is None or key < best[0]:
@@ -312,7 +312,8 @@ def table(rows: list[dict], runs: list[list[str]]) -> dict:
     for s in [*dict.fromkeys(r["set"] for r in rows), "all"]:
         idx = [i for i, r in enumerate(rows) if s in ("all", r["set"])]
         entry: dict = {"n": len(idx), "cost": round(float(np.mean(
-            [sum(COSTS[(rows[i]["answerable"], run[i])] for i in idx) for run in runs])), 2)}
+            [sum(cost(rows[i]["answerable"], run[i], rows[i].get("near", False)) for i in idx)
+             for run in runs])), 2)}
         for answerable, name in ((True, "answerable"), (False, "unanswerable")):
             sub = [i for i in idx if rows[i]["answerable"] == answerable]
             if sub:

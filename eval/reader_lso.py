@@ -8,7 +8,8 @@ sets it was neither fitted nor tuned on? (issue 51)
 For each dev set of eval/tune_outcomes.DEV_SETS (never a held-out or refused one), every candidate gate is fitted
 without it (the generated questions plus the other sets' questions, each weighted gate_cv.SHIPPED_DEV_WEIGHT, as
 `make model` fits), its two cut points are chosen on the other sets the way tune_outcomes chooses them (least
-COSTS, on probabilities out of fold: the other sets split INNER ways by set), and both are applied to the set.
+tune_outcomes.cost, on probabilities out of fold: the other sets split INNER ways by set), and both are applied to
+the set.
 Candidates, in one run:
 - shipped (fixed weights): rag/answering/abstain_gate.json as it is (or --before), only its cut points chosen without
   the set.
@@ -39,7 +40,7 @@ sys.path.insert(0, str(ROOT / "eval"))
 
 from rag.answering import abstain, reader  # noqa: E402
 from gate_cv import SHIPPED_DEV_WEIGHT, fit, generated, named_features, predict, refused  # noqa: E402
-from tune_outcomes import COSTS, GRID, QUESTIONS  # noqa: E402
+from tune_outcomes import GRID, QUESTIONS, cost, is_near  # noqa: E402
 
 INNER = 4  # inner folds (by set) for the cut points of a refit candidate
 OUTCOMES = ("answered", "unsure", "not_covered")
@@ -96,24 +97,39 @@ def matrix(feats: list[dict], names: list[str]) -> np.ndarray:
 class Decisions:
     """The recorded decision inputs of dev rows as arrays, for the cut-point sweep."""
 
-    def __init__(self, rows: list[dict]):
+    def __init__(self, rows: list[dict], near: np.ndarray, covered_not: np.ndarray | None = None):
+        # covered_not: where the coverage model (abstain.coverage: the gate before, retrieval features alone) reaches
+        # its not-covered cut; then "not covered" is its call and only the unsure cut is chosen
         self.has = np.array([r["retrieval"] is not None for r in rows])
         self.hits = np.array([bool(r["retrieval"] and r["retrieval"].hits) for r in rows])
         self.applies = np.array([bool(r["retrieval"] and abstain.applies(r["retrieval"])) for r in rows])
         self.weak = np.array([r["weak"] for r in rows])
         self.fixed = np.array([CODE[r["outcome"]] for r in rows])
         self.answerable = np.array([r["answerable"] for r in rows])
-        cost = np.array([[COSTS[(a, o)] for o in OUTCOMES] for a in (False, True)])
-        self.cost = cost[self.answerable.astype(int)]  # [rows, 3]
+        kinds = np.where(self.answerable, 1, np.where(near, 2, 0))  # absent, answerable, near miss
+        table = np.array([[cost(False, o) for o in OUTCOMES], [cost(True, o) for o in OUTCOMES],
+                          [cost(False, o, near=True) for o in OUTCOMES]])
+        self.cost = table[kinds]  # [rows, 3]
+        self.covered_not = covered_not
+        self.given = np.full(len(rows), -1)  # an outcome code decided elsewhere (`split`), -1 where this gate decides
+        self.fits = self.has.copy()  # the rows its weights are fitted on
+
+    def split(self, named: np.ndarray, given: np.ndarray) -> Decisions:
+        """These rows where the `named` ones keep the outcomes `given` (the gate before, as abstain.judgement
+        decides a question naming its paper) and are left out of the fit."""
+        self.given = np.where(named, given, -1)
+        self.fits = self.has & ~named
+        return self
 
     def outcomes(self, p: np.ndarray, u: float, n: float, low: str, idx: np.ndarray) -> np.ndarray:
         """tune_outcomes.outcome, vectorised over the rows `idx`."""
         p = p[idx]
         out = np.where(p >= u, 1, 0)
         out = np.where(self.weak[idx], CODE[low], out)
-        out = np.where(p >= n, 2, out)
+        out = np.where(p >= n if self.covered_not is None else self.covered_not[idx], 2, out)
         out = np.where(~self.applies[idx], np.where(self.weak[idx], 2, 0), out)
         out = np.where(~self.hits[idx], 2, out)
+        out = np.where(self.given[idx] >= 0, self.given[idx], out)
         return np.where(self.has[idx], out, self.fixed[idx])
 
     def choose(self, p: np.ndarray, idx: np.ndarray) -> tuple[float, float, str]:
@@ -123,7 +139,7 @@ class Decisions:
         rows = np.arange(len(idx))
         for low in ("unsure", "not_covered"):
             for u in GRID:
-                for n in (n for n in GRID if n >= u):
+                for n in (n for n in GRID if n >= u) if self.covered_not is None else (1.01,):
                     got = self.outcomes(p, u, n, low, idx)
                     key = (round(float(self.cost[idx][rows, got].sum()), 6), int((ans & (got == 2)).sum()),
                            int((ans & (got == 1)).sum()))
@@ -147,7 +163,7 @@ def run(name: str, names: list[str] | None, gate: dict | None, rows: list[dict],
         x, gx = matrix(dx["all"], names), matrix(gen_x["all"], names)
 
     def fitted(train: np.ndarray) -> tuple:
-        train = train & dec.has
+        train = train & dec.fits
         return fit(np.vstack([gx, x[train]]), np.concatenate([gy, dy[train]]),
                    np.concatenate([np.ones(len(gy)), np.full(int(train.sum()), SHIPPED_DEV_WEIGHT)]))
 
@@ -208,8 +224,7 @@ def main() -> int:
             if line.strip():
                 q = json.loads(line)
                 meta[(s, q["qid"])] = q
-    near = np.array([bool(meta[(r["set"], r["qid"])].get("near_miss") or meta[(r["set"], r["qid"])].get("about"))
-                     for r in rows])
+    near = np.array([is_near(meta[(r["set"], r["qid"])]) for r in rows])
     gen = generated(args.generated)
     gy = np.array([label for _, label in gen], dtype=float)
     retrievals = [r["retrieval"] for r in rows] + [g for g, _ in gen]
@@ -224,8 +239,17 @@ def main() -> int:
     reader.features = lambda r, model=None, cache=None: list(known.get(key(r)) or live(r, model, cache))
     everything = all_features(retrievals, feats)
     dx, gen_x = {"all": everything[:len(rows)]}, {"all": everything[len(rows):]}
-    dec = Decisions(rows)
+    dec = Decisions(rows, near)
     shipped = json.loads(args.before.read_text(encoding="utf-8"))
+    dec_cov = Decisions(rows, near, coverage_not(shipped, dx))
+    # what ships (abstain.judgement): the gate before decides a question naming its paper, at its own cut points
+    named = matrix(dx["all"], ["named_match"])[:, 0] > 0
+    before_p = predict((shipped["mean"], shipped["scale"], shipped["weights"], shipped["bias"]),
+                       matrix(dx["all"], shipped["features"]))
+    cuts = shipped["outcomes"]
+    before_got = Decisions(rows, near).outcomes(before_p, cuts["unsure_at"], cuts["not_covered_at"],
+                                                cuts["low_confidence"], np.arange(len(rows)))
+    dec_split = Decisions(rows, near, coverage_not(shipped, dx)).split(named, before_got)
     base = list(abstain.RETRIEVAL_FEATURES)  # the gate's features without the reader's
     no_form = [n for n in base if n not in abstain.FORM_FEATURES]
     named_reader = [f"named*{n}" for n in reader.FEATURES]
@@ -233,6 +257,10 @@ def main() -> int:
         ("shipped (fixed weights)", None, shipped),
         ("refit", base, None),
         ("refit +reader", [*base, *reader.FEATURES], None),
+        # "not covered" left to the gate being replaced (its retrieval features: nearness), the reader's gate deciding
+        # answered / unsure: what ships (abstain.coverage)
+        ("refit +reader, not covered by --before", [*base, *reader.FEATURES], None),
+        ("refit +reader, described questions only, not covered by --before", list(abstain.FEATURES), None),
         ("refit +reader +named copies", [*base, *reader.FEATURES, *named_reader], None),
         ("refit +reader -form", [*no_form, *reader.FEATURES], None),
         # without reader_second, the reader reads the top paper only (70 ms of CPU against 96, eval/README.md)
@@ -249,13 +277,14 @@ def main() -> int:
     if args.write:
         names = dict((n, f) for n, f, _ in candidates)[args.write]
         assert names == abstain.FEATURES, "--write: the candidate's features must be abstain.FEATURES"
-        write_gate(names, rows, dx, gen_x, gy, dec)
+        write_gate(names, rows, dx, gen_x, gy, dec_split, shipped)
         return 0
     for name, names, gate in candidates:
         if args.only and not any(name.startswith(o) for o in args.only):
             continue
         t = time.perf_counter()
-        got = run(name, names, gate, rows, dx, gen_x, gy, dec, sets)
+        chosen = dec_split if "described" in name else dec_cov if "not covered by" in name else dec
+        got = run(name, names, gate, rows, dx, gen_x, gy, chosen, sets)
         per = {s: summary(rows, near, got, dec, np.flatnonzero(np.array([r["set"] == s for r in rows])))
                for s in sets}
         per["pooled"] = summary(rows, near, got, dec, np.arange(len(rows)))
@@ -271,7 +300,20 @@ def main() -> int:
     return 0
 
 
-def write_gate(names: list[str], rows: list[dict], dx: dict, gen_x: dict, gy: np.ndarray, dec: Decisions) -> None:
+def coverage_not(before: dict, dx: dict) -> np.ndarray:
+    """Where the gate `before` (retrieval features only) says "not covered" as extractive.decide asks it: its
+    probability and its formless one (FORM_FEATURES at 0) at its not-covered cut, and no rare name matched."""
+    params = (before["mean"], before["scale"], before["weights"], before["bias"])
+    x = matrix(dx["all"], before["features"])
+    formless = x.copy()
+    formless[:, [before["features"].index(n) for n in abstain.FORM_FEATURES]] = 0.0
+    cut = float(before["outcomes"]["not_covered_at"])
+    named = matrix(dx["all"], ["named_match"])[:, 0] > 0
+    return (predict(params, x) >= cut) & (predict(params, formless) >= cut) & ~named
+
+
+def write_gate(names: list[str], rows: list[dict], dx: dict, gen_x: dict, gy: np.ndarray, dec: Decisions,
+               before: dict) -> None:
     """`make model` on the recorded retrievals: train_abstain's fit (generated + every dev row weighted
     SHIPPED_DEV_WEIGHT; the two-outcome threshold from 20% of the generated held back) and tune_outcomes' cut points
     on gate_cv oof's probabilities (5 folds by paper, mean of 3 fold assignments)."""
@@ -280,7 +322,7 @@ def write_gate(names: list[str], rows: list[dict], dx: dict, gen_x: dict, gy: np
 
     x, gx = matrix(dx["all"], names), matrix(gen_x["all"], names)
     dy = np.array([0.0 if r["answerable"] else 1.0 for r in rows])
-    has = dec.has
+    has = dec.fits
     dw = np.full(int(has.sum()), SHIPPED_DEV_WEIGHT)
     order = np.random.default_rng(train_abstain.SEED).permutation(len(gy))
     cut = int(0.8 * len(gy))
@@ -320,11 +362,28 @@ def write_gate(names: list[str], rows: list[dict], dx: dict, gen_x: dict, gy: np
                         f"({sets}) each weighted {SHIPPED_DEV_WEIGHT:g}, eval/reader_lso.py --write (train_abstain's "
                         f"fit on the recorded retrievals); validation AUC {val_auc:.3f} (20% of the generated held "
                         "back)",
-            "outcomes": {"unsure_at": u, "not_covered_at": n, "low_confidence": low,
+            "outcomes": {"unsure_at": u, "low_confidence": low,
+                         "not_covered_at": n if dec.covered_not is None else before["outcomes"]["not_covered_at"],
                          "chosen_on": f"{len(rows)} dev questions: {sets} (tune_outcomes' choice; no held-out set); "
                                       "probabilities out of fold (5 folds by paper, mean of 3 fold assignments)",
-                         "costs": "answerable: unsure 1, not covered 3; unanswerable: answered 3, unsure 0.5",
+                         "costs": "answerable: unsure 1, not covered 3; absent topic: answered 3, unsure 0.5; near "
+                                  "miss: answered 3, not covered 1 (tune_outcomes.cost)",
                          "figure": figure}}
+    # An unsure question is read by an LLM (where one is set) only below this: from it the reader's gate is sure
+    # enough that no paper says what is asked (the dev rows, in sample: p >= 0.9 held 10 answerable of 477
+    # described questions; 0.8-0.9, 20 of 103; 0.6-0.8, 61 of 133), and a small LLM grants a premise the papers
+    # do not state (issue 51: Qwen2.5-Coder-1.5B answered 7 of 12 absent topics).
+    gate["outcomes"]["llm_reads_below"] = 0.9
+    gate["coverage"] = {
+        "about": "Whether any paper is about the question (not covered from not_covered_at): the gate before the "
+                 "reader joined, retrieval features alone (abstain.coverage)",
+        "features": before["features"], "mean": before["mean"], "scale": before["scale"],
+        "weights": before["weights"], "bias": before["bias"],
+        "not_covered_at": before["outcomes"]["not_covered_at"], "unsure_at": before["outcomes"]["unsure_at"],
+        "low_confidence": before["outcomes"]["low_confidence"],
+        "named": "a question naming its paper's rare name (Retrieval.named_match) is judged by this model at its "
+                 "unsure_at and low_confidence, as before the reader; the reader's gate judges described questions",
+        "training": before["training"], "chosen_on": before["outcomes"]["chosen_on"]}
     text = json.dumps(gate, indent=1) + "\n"
     abstain.load_gate(text)
     (ROOT / "rag" / "answering" / abstain.GATE_FILE).write_text(text, encoding="utf-8")

@@ -39,6 +39,20 @@ held_out = manifest.held_out  # refused here: a heldout set, a read one kept out
 # "unsure" on it (the closest papers, labelled as not answering) costs little.
 COSTS = {(True, "answered"): 0.0, (True, "unsure"): 1.0, (True, "not_covered"): 3.0,
          (False, "answered"): 3.0, (False, "unsure"): 0.5, (False, "not_covered"): 0.0}
+# A near miss (a real paper, asked what its abstract does not say) is rightly "unsure": that paper is close and does
+# not say (issue 51's outcomes); "not covered" tells the user no paper is about what they described, which hides it.
+NEAR_COSTS = {"answered": 3.0, "unsure": 0.0, "not_covered": 1.0}
+
+
+def is_near(q: dict) -> bool:
+    """A question set's unanswerable question about a real paper: `near_miss`, `about`, `near` or form near_miss."""
+    return q.get("kind") == "none" and bool(q.get("near_miss") or q.get("about") or q.get("near")
+                                             or q.get("form") == "near_miss")
+
+
+def cost(answerable: bool, outcome: str, near: bool = False) -> float:
+    """What an outcome costs: COSTS, NEAR_COSTS for a near miss."""
+    return NEAR_COSTS[outcome] if near and not answerable else COSTS[(answerable, outcome)]
 GRID = [round(0.02 * i, 2) for i in range(1, 51)] + [1.01]
 
 
@@ -74,7 +88,7 @@ def record(engine: Engine, questions: list[dict]) -> list[dict]:
             answer = ask_as_eval(engine, q, before=seen.clear)
             golds = q.get("gold", [])
             top = answer.sources[0] if answer.sources else None
-            rows.append({"set": q["set"], "qid": q["qid"], "answerable": q["kind"] != "none",
+            rows.append({"set": q["set"], "qid": q["qid"], "answerable": q["kind"] != "none", "near": is_near(q),
                          "decision": seen[0] if seen else None, "outcome": answer.outcome,
                          "top_gold": bool(top and any(matches(g, top.paper_id, top.text) for g in golds))})
     finally:
@@ -102,12 +116,12 @@ def shares(rows: list[dict], unsure_at: float, not_covered_at: float, low: str) 
     its answer had)."""
     counts = {True: {"answered": 0, "unsure": 0, "not_covered": 0}, False: {"answered": 0, "unsure": 0,
                                                                              "not_covered": 0}}
-    cost = 0.0
+    total = 0.0
     for r in rows:
         got = outcome(r["decision"], unsure_at, not_covered_at, low) or r["outcome"]
         counts[r["answerable"]][got] += 1
-        cost += COSTS[(r["answerable"], got)]
-    out: dict = {"cost": round(cost, 2)}
+        total += cost(r["answerable"], got, r.get("near", False))
+    out: dict = {"cost": round(total, 2)}
     for answerable, name in ((True, "answerable"), (False, "unanswerable")):
         n = sum(counts[answerable].values()) or 1
         out[name] = {k: round(v / n, 3) for k, v in counts[answerable].items()}

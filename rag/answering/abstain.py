@@ -107,7 +107,12 @@ RETRIEVAL_FEATURES = [*BASE_FEATURES, "named_match", *(f"named*{name}" for name 
 # of each of the 31 gate dev sets in turn (fitted and cut without it, eval/reader_lso.py), the pooled cost went 741.0
 # (refit without them) -> 627.0, unanswerable answered 0.147 -> 0.105, absent_v5 (blind-written absent topics and near
 # misses) 0.575 -> 0.275 (the weights before: 0.475); eval/DECISIONS.md, "The reader in the gate".
-FEATURES = [*RETRIEVAL_FEATURES, *reader.FEATURES]
+# Read for a described question only (`judgement`): a question naming its paper's rare name finds the paper by the
+# name and its other words are few ("What is SAM 2?"), so word-by-word reading says little of it, and the named*
+# copies of the retrieval features already weigh what it asks of the paper. Read for every question, the refit sent
+# "What is SAM 2?" and "Who wrote the SAM 2 paper?" to unsure (p 0.81, 0.99).
+READER_FEATURES = list(reader.FEATURES)
+FEATURES = [*RETRIEVAL_FEATURES, *READER_FEATURES]
 # A detail a question names, which the paper that answers it must mention: a word capitalised in mid-sentence
 # ("problems written in Spanish", "on ImageNet", "applied to CT scans") or a word with a digit ("3D", "GPT-4").
 # Near misses about a real paper describe it in other words, then ask for such a detail it lacks; an answerable
@@ -259,7 +264,8 @@ def features(retrieval: Retrieval) -> np.ndarray:
     ], dtype=np.float64)
     named = float(bool(retrieval.named_match))
     # The reader's model call is for collections the gate speaks for (`applies`); elsewhere its weights are unused.
-    read = reader.features(retrieval) if retrieval.corpus_size >= MIN_PAPERS else [0.0] * len(reader.FEATURES)
+    read = np.asarray(reader.features(retrieval) if retrieval.corpus_size >= MIN_PAPERS and not (named and COVERAGE)
+                      else [0.0] * len(reader.FEATURES), dtype=np.float64)
     return np.concatenate([base, [named], base * named, form_features(retrieval, top1), read])
 
 
@@ -326,6 +332,11 @@ def load_gate(text: str | None = None) -> dict[str, Any]:
         if len(gate.get(name) or []) != len(FEATURES):
             raise GateError(f"rag/answering/{GATE_FILE}: '{name}' needs {len(FEATURES)} values; refit it with "
                             "`make model`.")
+    coverage = gate.get("coverage")
+    if coverage is not None and (coverage.get("features") != RETRIEVAL_FEATURES or any(
+            len(coverage.get(name) or []) != len(RETRIEVAL_FEATURES) for name in ("mean", "scale", "weights"))):
+        raise GateError(f"rag/answering/{GATE_FILE}: its 'coverage' model must be fitted for {RETRIEVAL_FEATURES}; "
+                        "refit it with `make model`.")
     return gate
 
 
@@ -348,12 +359,39 @@ NOT_COVERED_AT: float = float(CUTS.get("not_covered_at", THRESHOLD))
 LOW_CONFIDENCE: Literal["unsure", "not_covered"] = "unsure" if CUTS.get("low_confidence") == "unsure" else "not_covered"
 
 
+# An unsure question is read by the LLM (where one is set) only below this probability; from it the papers are
+# quoted as they are (`extractive.reader_doubt`). The file's outcomes entry says what chose it.
+LLM_READS_BELOW: float = float(CUTS.get("llm_reads_below", 1.01))
+# Whether any paper is about the question at all, apart from whether one answers it: "not covered" is decided by
+# the retrieval features alone (RETRIEVAL_FEATURES, no reader), with the weights and cut they had before the reader
+# joined (the file's "coverage" entry). The reader tells a paper that answers from one that is only near; nearness
+# is what "not covered" is about, and a near miss (a real paper asked what it does not say) is "unsure": that paper
+# is close and does not say (issue 51). A file without the entry decides both with the one model, as before.
+COVERAGE: dict[str, Any] = _GATE.get("coverage") or {}
+if COVERAGE:
+    NOT_COVERED_AT = float(COVERAGE["not_covered_at"])
+
 _FORM_AT = [FEATURES.index(name) for name in FORM_FEATURES]
+_RETRIEVAL_AT = len(RETRIEVAL_FEATURES)  # FEATURES starts with them
 
 
 def probability(retrieval: Retrieval) -> float:
-    """How likely the retrieved papers do not answer the question (0..1); 0.0 when no model is fitted."""
-    return probabilities(retrieval)[0]
+    """How likely the retrieved papers do not answer the question (0..1; `judgement`'s); 0.0 when no model is
+    fitted."""
+    return judgement(retrieval)[0] if WEIGHTS else 0.0
+
+
+def judgement(retrieval: Retrieval, threshold: float | None = None) -> tuple[float, float, float, str]:
+    """(how likely the papers do not answer, the same with FORM_FEATURES at 0, the unsure cut, what a weak best
+    sentence gets): the reader's gate for a described question; for one naming its paper's rare name
+    (`Retrieval.named_match`), the coverage model (the gate before the reader) at its own cut points. `threshold`
+    (`Settings.abstain_model_threshold`) replaces the unsure cut."""
+    if COVERAGE and retrieval.named_match:
+        p, formless = coverage(retrieval)
+        unsure_at, low = float(COVERAGE["unsure_at"]), str(COVERAGE["low_confidence"])
+    else:
+        (p, formless), unsure_at, low = probabilities(retrieval), UNSURE_AT, LOW_CONFIDENCE
+    return p, formless, unsure_at if threshold is None else threshold, low
 
 
 def probabilities(retrieval: Retrieval) -> tuple[float, float]:
@@ -367,6 +405,19 @@ def probabilities(retrieval: Retrieval) -> tuple[float, float]:
     formless[_FORM_AT] = 0.0
     x = (np.vstack([raw, formless]) - np.asarray(MEAN)) / np.asarray(SCALE)
     logits = x @ np.asarray(WEIGHTS) + BIAS
+    return float(1.0 / (1.0 + math.exp(-logits[0]))), float(1.0 / (1.0 + math.exp(-logits[1])))
+
+
+def coverage(retrieval: Retrieval) -> tuple[float, float]:
+    """(how likely no paper of the collection is about the question, the same with FORM_FEATURES at 0): the
+    "coverage" model's, or `probabilities` where the gate file has none."""
+    if not COVERAGE:
+        return probabilities(retrieval)
+    raw = features(retrieval)[:_RETRIEVAL_AT]
+    formless = raw.copy()
+    formless[_FORM_AT] = 0.0
+    x = (np.vstack([raw, formless]) - np.asarray(COVERAGE["mean"])) / np.asarray(COVERAGE["scale"])
+    logits = x @ np.asarray(COVERAGE["weights"]) + float(COVERAGE["bias"])
     return float(1.0 / (1.0 + math.exp(-logits[0]))), float(1.0 / (1.0 + math.exp(-logits[1])))
 
 

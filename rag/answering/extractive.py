@@ -60,9 +60,10 @@ from rag.answering.wording import kind_name, say
 def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
     """Which of the three outcomes the retrieval supports, before any answer is written.
 
-    Over a collection the learned gate applies to (`abstain.applies`, 1,000+ papers): its probability that the
-    papers do not answer, against its two cut points (`abstain.cut_points`): from the higher one "not_covered",
-    from the lower one "unsure", else "answered"; a best sentence below `abstain_threshold` (no rare name of the
+    Over a collection the learned gate applies to (`abstain.applies`, 1,000+ papers): "not_covered" when its
+    coverage model (`abstain.coverage`: retrieval features alone, nearness) reaches the higher cut point; else its
+    probability that the papers do not answer (retrieval and reader features) from the lower one "unsure", else
+    "answered"; a best sentence below `abstain_threshold` (no rare name of the
     question matched) is at least "unsure" (`abstain.LOW_CONFIDENCE` says whether it is "not_covered"). Over a
     smaller collection the confidence bar alone decides, as before the gate: below it, "not_covered".
 
@@ -82,24 +83,30 @@ def decide(retrieval: Retrieval, settings: Settings) -> Outcome:
     weak = retrieval.confidence < settings.abstain_threshold and not retrieval.named_match
     if not abstain.applies(retrieval):
         return "not_covered" if weak else "answered"
-    unsure_at, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
-    p, formless = abstain.probabilities(retrieval)
-    if p >= not_covered_at and not retrieval.named_match and formless >= not_covered_at:
+    not_covered_at = abstain.cut_points(settings.abstain_model_threshold)[1]
+    cover, formless = abstain.coverage(retrieval)
+    if cover >= not_covered_at and not retrieval.named_match and formless >= not_covered_at:
         # not covered, unless only the form takes it there (`reader_doubt`) or the question names the top paper's
         # rare name
         return "not_covered"
+    p, _, unsure_at, low = abstain.judgement(retrieval, settings.abstain_model_threshold)
     if weak:
-        return abstain.LOW_CONFIDENCE
+        return low  # type: ignore[return-value]
     return "unsure" if p >= unsure_at else "answered"
 
 
+READER_SURE = ("No sentence of the closest papers says what the question asks: they are quoted, and the LLM was "
+               "not asked.")
 BEYOND_DOUBT = ("The question asks whether a paper did something its abstract may not say: the closest papers are "
                 "quoted, and the LLM was not asked.")
 
 
 def reader_doubt(retrieval: Retrieval, settings: Settings) -> str:
     """Why an unsure question's papers are quoted without asking a reader (rag.answering.compose), as the notice
-    that says so; "" when the reader may read them. Two cases, from one reading of the gate:
+    that says so; "" when the reader may read them. Three cases, from one reading of the gate:
+
+    - the gate is sure (`abstain.LLM_READS_BELOW`): its reader finds no sentence saying what is asked, and a small
+      LLM would grant what the papers never state;
 
     - the question's form alone moves it from "answered": the gate's probability without `abstain.FORM_FEATURES`
       is under the unsure cut, and the question asks whether a close paper's work went further ("Has the try-on
@@ -112,11 +119,13 @@ def reader_doubt(retrieval: Retrieval, settings: Settings) -> str:
       gate finds missing, and a small reader grants it too."""
     if not (retrieval.hits and abstain.applies(retrieval)):
         return ""
-    unsure_at, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
-    p, formless = abstain.probabilities(retrieval)
+    _, not_covered_at = abstain.cut_points(settings.abstain_model_threshold)
+    p, formless, unsure_at, _ = abstain.judgement(retrieval, settings.abstain_model_threshold)
     if p >= unsure_at > formless:
         return BEYOND_DOUBT
-    if retrieval.named_match and p >= not_covered_at:
+    if p >= max(unsure_at, abstain.LLM_READS_BELOW):
+        return READER_SURE
+    if retrieval.named_match and abstain.coverage(retrieval)[0] >= not_covered_at:
         return ("The papers may not say what the question asks of the paper it names: that paper is quoted, and the "
                 "LLM was not asked.")
     return ""
