@@ -23,7 +23,7 @@ LLM_EVAL_SETS ?= $(shell $(PYTHON) eval/manifest.py --paths --llm)
 LLM_EVAL_LIMIT ?= 20
 
 .DEFAULT_GOAL := help
-.PHONY: help install run ingest data docs test test-llm test-fast lint soak system-deps bench eval eval-chains model clean llm-deps llm-server eval-llm
+.PHONY: help install run ingest data docs test test-llm test-fast lint soak system-deps bench eval eval-chains model reader clean llm-deps llm-server eval-llm
 
 help: ## Show this help
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-9s %s\n", $$1, $$2}'
@@ -102,13 +102,18 @@ eval: $(STAMP) $(MPNET) ## rag eval (baselines beside the app): the seeds, then 
 eval-chains: $(STAMP) $(MPNET) ## Two-turn chains and new questions after an unrelated turn (eval/chain_pairs.py), 2,114 papers
 	$(BIN)/python eval/chain_pairs.py --corpus $(CORPUS) --out eval/reports/chains-iclr2025.json
 
-model: $(STAMP) $(MPNET) ## Refit the learned abstention gate (rag/answering/abstain.py) on generated and dev questions, then its cut points
-	rm -rf .rag-eval/gate && mkdir -p .rag-eval/gate
-	$(BIN)/python eval/train_abstain.py --corpus $(CORPUS) --cache .rag-eval/gate/generated.pkl
+reader: $(STAMP) $(MPNET) ## Refit the answer gate with its reader (rag/answering/abstain.py, reader.py) on the dev sets and its cut point; leave-one-set-out report in .rag-eval/gate/lso.md
+	rm -rf .rag-eval/gate && mkdir -p .rag-eval/gate && cp rag/answering/abstain_gate.json .rag-eval/gate/before.json
+	$(BIN)/python eval/train_abstain.py --corpus $(CORPUS) --dry-run --cache .rag-eval/gate/generated.pkl
 	$(BIN)/python eval/gate_cv.py record --corpus $(CORPUS) --out .rag-eval/gate/dev.pkl
-	$(BIN)/python eval/gate_cv.py oof --dev .rag-eval/gate/dev.pkl --generated .rag-eval/gate/generated.pkl \
-		--rows .rag-eval/gate/oof.json
-	$(BIN)/python eval/tune_outcomes.py --from-rows .rag-eval/gate/oof.json
+	$(BIN)/python eval/reader_lso.py --dev .rag-eval/gate/dev.pkl --generated .rag-eval/gate/generated.pkl \
+		--features .rag-eval/gate/reader.pkl --write "refit +reader, described questions only, not covered by --before"
+	$(BIN)/python eval/reader_lso.py --dev .rag-eval/gate/dev.pkl --generated .rag-eval/gate/generated.pkl \
+		--features .rag-eval/gate/reader.pkl --before .rag-eval/gate/before.json --json .rag-eval/gate/lso.json \
+		--md .rag-eval/gate/lso.md
+
+model: reader ## The same as make reader
+
 
 # The first build compiles llama.cpp (see docs/llm.md, "A local LLM from PyPI"); later installs take the cached wheel.
 $(LLM_STAMP): tools/llm_server.py

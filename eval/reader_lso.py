@@ -240,10 +240,11 @@ def main() -> int:
     everything = all_features(retrievals, feats)
     dx, gen_x = {"all": everything[:len(rows)]}, {"all": everything[len(rows):]}
     dec = Decisions(rows, near)
-    shipped = json.loads(args.before.read_text(encoding="utf-8"))
+    shipped = coverage_gate(json.loads(args.before.read_text(encoding="utf-8")))
     dec_cov = Decisions(rows, near, coverage_not(shipped, dx))
     # what ships (abstain.judgement): the gate before decides a question naming its paper, at its own cut points
-    named = matrix(dx["all"], ["named_match"])[:, 0] > 0
+    # the rows abstain.reads leaves to the gate before: a question naming its paper, a Chinese one
+    named = np.array([r["retrieval"] is not None and not abstain.reads(r["retrieval"]) for r in rows])
     before_p = predict((shipped["mean"], shipped["scale"], shipped["weights"], shipped["bias"]),
                        matrix(dx["all"], shipped["features"]))
     cuts = shipped["outcomes"]
@@ -298,6 +299,16 @@ def main() -> int:
     if args.md:
         args.md.write_text(markdown(results, sets), encoding="utf-8")
     return 0
+
+
+def coverage_gate(gate: dict) -> dict:
+    """The gate that decides "not covered" (and judges questions naming their paper): a file's "coverage" entry in
+    the shape of a gate file, or the file itself when it has none (a gate from before the reader)."""
+    cov = gate.get("coverage")
+    if not cov:
+        return gate
+    return {**{k: cov[k] for k in ("features", "mean", "scale", "weights", "bias", "training")},
+            "outcomes": {k: cov[k] for k in ("unsure_at", "not_covered_at", "low_confidence", "chosen_on")}}
 
 
 def coverage_not(before: dict, dx: dict) -> np.ndarray:

@@ -107,11 +107,15 @@ RETRIEVAL_FEATURES = [*BASE_FEATURES, "named_match", *(f"named*{name}" for name 
 # of each of the 31 gate dev sets in turn (fitted and cut without it, eval/reader_lso.py), the pooled cost went 741.0
 # (refit without them) -> 627.0, unanswerable answered 0.147 -> 0.105, absent_v5 (blind-written absent topics and near
 # misses) 0.575 -> 0.275 (the weights before: 0.475); eval/DECISIONS.md, "The reader in the gate".
-# Read for a described question only (`judgement`): a question naming its paper's rare name finds the paper by the
-# name and its other words are few ("What is SAM 2?"), so word-by-word reading says little of it, and the named*
-# copies of the retrieval features already weigh what it asks of the paper. Read for every question, the refit sent
-# "What is SAM 2?" and "Who wrote the SAM 2 paper?" to unsure (p 0.81, 0.99).
-READER_FEATURES = list(reader.FEATURES)
+# Read for a described question in English only (`reads`): a question naming its paper's rare name finds the paper
+# by the name and its other words are few ("What is SAM 2?"), so word-by-word reading says little of it, and the
+# named* copies of the retrieval features already weigh what it asks of the paper. Read for every question, the
+# refit sent "What is SAM 2?" and "Who wrote the SAM 2 paper?" to unsure (p 0.81, 0.99).
+# Three of the reader's seven: with all seven the fit gave the sentence and cover scores positive weights beside a
+# large negative one for reader_missing (collinear: each says how well the words are matched), and a covered
+# question sat at the cut ("Is there work on making sparse autoencoders cheaper to train?" p 0.395 against 0.36).
+READER_FEATURES = ["reader_missing", "reader_rare_min", "reader_number"]
+_READ_AT = [reader.FEATURES.index(name) for name in READER_FEATURES]
 FEATURES = [*RETRIEVAL_FEATURES, *READER_FEATURES]
 # A detail a question names, which the paper that answers it must mention: a word capitalised in mid-sentence
 # ("problems written in Spanish", "on ImageNet", "applied to CT scans") or a word with a digit ("3D", "GPT-4").
@@ -264,8 +268,9 @@ def features(retrieval: Retrieval) -> np.ndarray:
     ], dtype=np.float64)
     named = float(bool(retrieval.named_match))
     # The reader's model call is for collections the gate speaks for (`applies`); elsewhere its weights are unused.
-    read = np.asarray(reader.features(retrieval) if retrieval.corpus_size >= MIN_PAPERS and not (named and COVERAGE)
-                      else [0.0] * len(reader.FEATURES), dtype=np.float64)
+    read = np.asarray(reader.features(retrieval) if retrieval.corpus_size >= MIN_PAPERS and (reads(retrieval)
+                                                                                             or not COVERAGE)
+                      else [0.0] * len(reader.FEATURES), dtype=np.float64)[_READ_AT]
     return np.concatenate([base, [named], base * named, form_features(retrieval, top1), read])
 
 
@@ -381,12 +386,20 @@ def probability(retrieval: Retrieval) -> float:
     return judgement(retrieval)[0] if WEIGHTS else 0.0
 
 
+def reads(retrieval: Retrieval) -> bool:
+    """Whether the reader judges this question: a described question in English. One naming its paper's rare name
+    is found by the name (its other words are few); a Chinese one is searched by the English terms a glossary gives
+    its words, which are not the researcher's words to read (read, "有没有让稀疏自编码器训练更便宜的工作？" went
+    unsure). Both are judged as before the reader."""
+    return not retrieval.named_match and not zh.has_chinese(retrieval.asked)
+
+
 def judgement(retrieval: Retrieval, threshold: float | None = None) -> tuple[float, float, float, str]:
     """(how likely the papers do not answer, the same with FORM_FEATURES at 0, the unsure cut, what a weak best
-    sentence gets): the reader's gate for a described question; for one naming its paper's rare name
-    (`Retrieval.named_match`), the coverage model (the gate before the reader) at its own cut points. `threshold`
+    sentence gets): the reader's gate for a question it `reads`; for the others, the coverage model (the gate before
+    the reader) at its own cut points. `threshold`
     (`Settings.abstain_model_threshold`) replaces the unsure cut."""
-    if COVERAGE and retrieval.named_match:
+    if COVERAGE and not reads(retrieval):
         p, formless = coverage(retrieval)
         unsure_at, low = float(COVERAGE["unsure_at"]), str(COVERAGE["low_confidence"])
     else:

@@ -53,9 +53,7 @@ def test_gate_refuses_an_absent_topic_and_answers_a_covered_one(seed_engine, cor
     only_model = settings.model_copy(update={"abstain_threshold": -1.0})
     assert should_abstain(at_scale["absent"], only_model) and not should_abstain(at_scale["absent"], off)
     # Three outcomes (`decide`): the absent topic is beyond the higher cut point. The covered question is answered
-    # among the 2,114 papers themselves (a seed retrieval dressed up as 2,114 papers' reads its rare terms wrongly),
-    # asked as a researcher would ("Which paper makes LLM self-evaluation more reliable?" is borderline there: the
-    # reader's gate puts it at 0.403 against its unsure cut 0.40).
+    # among the 2,114 papers themselves (a seed retrieval dressed up as 2,114 papers' reads its rare terms wrongly).
     assert decide(at_scale["absent"], only_model) == "not_covered" and decide(at_scale["absent"], off) == "answered"
     real = corpus_engine.retriever.retrieve(COVERED, RetrievalParams(k=5))
     assert abstain.applies(real) and decide(real, only_model) == "answered"
