@@ -236,7 +236,7 @@ def main() -> int:
     # abstain.features reads the reader too: give it the values just computed instead of a second model call each
     known = {key(r): store[key(r)][0] for r in retrievals if r is not None}
     live = reader.features
-    reader.features = lambda r, model=None, cache=None: list(known.get(key(r)) or live(r, model, cache))
+    reader.features = lambda r, model=None, cache=None, second=True: list(known.get(key(r)) or live(r, model, cache))
     everything = all_features(retrievals, feats)
     dx, gen_x = {"all": everything[:len(rows)]}, {"all": everything[len(rows):]}
     dec = Decisions(rows, near)

@@ -116,6 +116,7 @@ RETRIEVAL_FEATURES = [*BASE_FEATURES, "named_match", *(f"named*{name}" for name 
 # question sat at the cut ("Is there work on making sparse autoencoders cheaper to train?" p 0.395 against 0.36).
 READER_FEATURES = ["reader_missing", "reader_rare_min", "reader_number"]
 _READ_AT = [reader.FEATURES.index(name) for name in READER_FEATURES]
+assert "reader_second" not in READER_FEATURES  # features() reads the top paper alone
 FEATURES = [*RETRIEVAL_FEATURES, *READER_FEATURES]
 # A detail a question names, which the paper that answers it must mention: a word capitalised in mid-sentence
 # ("problems written in Spanish", "on ImageNet", "applied to CT scans") or a word with a digit ("3D", "GPT-4").
@@ -268,9 +269,9 @@ def features(retrieval: Retrieval) -> np.ndarray:
     ], dtype=np.float64)
     named = float(bool(retrieval.named_match))
     # The reader's model call is for collections the gate speaks for (`applies`); elsewhere its weights are unused.
-    read = np.asarray(reader.features(retrieval) if retrieval.corpus_size >= MIN_PAPERS and (reads(retrieval)
-                                                                                             or not COVERAGE)
-                      else [0.0] * len(reader.FEATURES), dtype=np.float64)[_READ_AT]
+    reading = retrieval.corpus_size >= MIN_PAPERS and (reads(retrieval) or not COVERAGE)
+    read = np.asarray(reader.features(retrieval, second=False) if reading else [0.0] * len(reader.FEATURES),
+                      dtype=np.float64)[_READ_AT]
     return np.concatenate([base, [named], base * named, form_features(retrieval, top1), read])
 
 
@@ -391,7 +392,7 @@ def reads(retrieval: Retrieval) -> bool:
     is found by the name (its other words are few); a Chinese one is searched by the English terms a glossary gives
     its words, which are not the researcher's words to read (read, "有没有让稀疏自编码器训练更便宜的工作？" went
     unsure). Both are judged as before the reader."""
-    return not retrieval.named_match and not zh.has_chinese(retrieval.asked)
+    return not retrieval.named_match and not zh.has_chinese(retrieval.asked or retrieval.question)
 
 
 def judgement(retrieval: Retrieval, threshold: float | None = None) -> tuple[float, float, float, str]:

@@ -99,18 +99,20 @@ def key(retrieval: Any) -> tuple:
             tuple(s.text for i in (0, 1) for s in retrieval.scored.get(i, [])[:READ_TOP1]))
 
 
-def features(retrieval: Any, model: Any = None, cache: dict | None = None) -> list[float]:
+def features(retrieval: Any, model: Any = None, cache: dict | None = None, second: bool = True) -> list[float]:
     """`FEATURES` of one retrieval (a `rag.search.retrieve.Retrieval`); all 0 without hits or question terms.
     `cache` (text -> word states) lets an evaluation reuse the states of sentences it has read before; without one,
-    the last few retrievals' features are remembered (the gate is asked more than once per question)."""
+    the last few retrievals' features are remembered (the gate is asked more than once per question). `second`
+    False reads the top paper alone (reader_second 0): a third fewer texts through the model, for a gate that
+    does not use it."""
     if cache is not None or model is not None:
-        return _features(retrieval, model, cache)
-    k = key(retrieval)
+        return _features(retrieval, model, cache, second)
+    k = (*key(retrieval), second)
     with _LOCK:
         if k in _MEMO:
             _MEMO.move_to_end(k)
             return list(_MEMO[k])
-    out = _features(retrieval, None, None)
+    out = _features(retrieval, None, None, second)
     with _LOCK:
         _MEMO[k] = out
         while len(_MEMO) > _MEMO_SIZE:
@@ -118,7 +120,7 @@ def features(retrieval: Any, model: Any = None, cache: dict | None = None) -> li
     return list(out)
 
 
-def _features(retrieval: Any, model: Any, cache: dict | None) -> list[float]:
+def _features(retrieval: Any, model: Any, cache: dict | None, second: bool) -> list[float]:
     from rag.answering.abstain import FIGURE
 
     hits = retrieval.hits
@@ -132,7 +134,7 @@ def _features(retrieval: Any, model: Any, cache: dict | None) -> list[float]:
 
     question = retrieval.question  # a Chinese question's English search terms (`Retrieval.asked` holds it)
     texts: list[list[str]] = []  # per read paper: title, then its best sentences
-    for i, count in ((0, READ_TOP1), (1, READ_TOP2)):
+    for i, count in ((0, READ_TOP1), (1, READ_TOP2)) if second else ((0, READ_TOP1),):
         if i < len(hits):
             sentences = [s.text for s in retrieval.scored.get(i, [])[:count]]
             texts.append([hits[i].paper.title, *sentences])
@@ -164,6 +166,6 @@ def _features(retrieval: Any, model: Any, cache: dict | None) -> list[float]:
     rarest = np.argsort(-weights)[:RAREST]
     lacking = np.array([stems[j][0] not in top_terms for j in keep])
     reader_missing = float((weights[lacking] @ top[lacking]) / weights[lacking].sum()) if lacking.any() else 1.0
-    second = float(weights @ maxsim(texts[1])) - cover if len(texts) > 1 else 0.0
+    over_second = float(weights @ maxsim(texts[1])) - cover if len(texts) > 1 else 0.0
     number = float(bool(FIGURE.search(retrieval.question)) and bool(_NUMBER.search(best_text)))
-    return [cover, best_sentence, float(top[rarest].min()), reader_missing, second, number, missing_df]
+    return [cover, best_sentence, float(top[rarest].min()), reader_missing, over_second, number, missing_df]

@@ -3,7 +3,7 @@ against the best sentences of the top papers."""
 
 from __future__ import annotations
 
-from rag.answering import reader
+from rag.answering import abstain, reader
 from rag.search.retrieve import RetrievalParams
 
 
@@ -24,3 +24,25 @@ def test_a_question_its_paper_answers_reads_higher_than_a_detail_the_paper_never
     d = dict(zip(reader.FEATURES, reader.features(detail), strict=False))
     assert d["reader_rare_min"] < a["reader_rare_min"] - 0.1
     assert d["reader_cover"] < a["reader_cover"] and d["reader_missing"] < a["reader_missing"]
+
+
+def test_an_absent_topic_next_to_a_covered_one_is_not_answered_once_the_reader_reads_it(corpus_engine):
+    # absent_v5 (read): the gate before the reader answered it from a speech-recognition benchmark (issue 51).
+    question = "I'm looking for work on speaker verification: deciding whether two utterances come from one speaker."
+    retrieval = corpus_engine.retriever.retrieve(question, RetrievalParams(k=5))
+    assert abstain.reads(retrieval)
+    p, _, unsure_at, _ = abstain.judgement(retrieval)
+    assert p >= unsure_at and corpus_engine.ask(question).outcome != "answered"
+    # The gate reads the top paper alone (a third fewer texts through the model), as it was fitted to
+    read = dict(zip(reader.FEATURES, reader.features(retrieval, second=False), strict=True))
+    assert read["reader_second"] == 0.0
+    gate_reads = list(abstain.features(retrieval)[-len(abstain.READER_FEATURES):])
+    assert [read[n] for n in abstain.READER_FEATURES] == gate_reads
+
+
+def test_a_named_or_chinese_question_is_judged_by_the_gate_before_the_reader(corpus_engine):
+    for question in ("What is SAM 2?", "有没有让稀疏自编码器训练更便宜的工作？"):
+        retrieval = corpus_engine.retriever.retrieve(question, RetrievalParams(k=5))
+        assert not abstain.reads(retrieval)
+        assert abstain.judgement(retrieval)[:2] == abstain.coverage(retrieval)
+        assert corpus_engine.ask(question).outcome == "answered"
