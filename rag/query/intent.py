@@ -53,7 +53,7 @@ _TOPIC_LEADS = (
     rf"(?:an?\s+)?overview\s+of\s+(?:the\s+)?(?:{_RESEARCH}\s+(?:on|about|in)\s+)?",
     r"(?:recent\s+)?(?:research|work|studies|literature)\s+(?:on|about|into)\s+",
     # "Survey the work on X", "Survey the X work at ICLR 2025": the imperative asks for the papers on X (not "Survey
-    # of X" or "Survey papers on X", which ask for survey papers). Before, answered as one paper: 3 of 7 and 3 of 9
+    # of X" or "Survey papers on X", which ask for survey papers). Before, answered as one paper: 3 of 7 and 2 of 9
     # gold papers cited on the two such dev questions (topics_dev, topics_heldout).
     r"survey\s+(?!of\b|papers?\b)(?:the\s+|some\s+)?(?:(?:recent|current|latest|new)\s+)?"
     rf"(?:{_RESEARCH}\s+(?:on|about|in|into|for)\s+)?",
