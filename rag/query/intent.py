@@ -52,6 +52,11 @@ _TOPIC_LEADS = (
     r"(?:on|about|using|for|that|in)\s+",
     rf"(?:an?\s+)?overview\s+of\s+(?:the\s+)?(?:{_RESEARCH}\s+(?:on|about|in)\s+)?",
     r"(?:recent\s+)?(?:research|work|studies|literature)\s+(?:on|about|into)\s+",
+    # "Survey the work on X", "Survey the X work at ICLR 2025": the imperative asks for the papers on X (not "Survey
+    # of X" or "Survey papers on X", which ask for survey papers). Before, answered as one paper: 3 of 7 and 2 of 9
+    # gold papers cited on the two such dev questions (topics_dev, topics_heldout).
+    r"survey\s+(?!of\b|papers?\b)(?:the\s+|some\s+)?(?:(?:recent|current|latest|new)\s+)?"
+    rf"(?:{_RESEARCH}\s+(?:on|about|in|into|for)\s+)?",
 )
 # A question that is only a topic ("post-training quantization of LLMs", "benchmarks for visual math reasoning"):
 # no question word, no verb of its own, at most eight words, no coined name (a name alone asks about its paper).

@@ -69,6 +69,10 @@ def known(name):
     ("What are the recent advances in speculative decoding?", "list", "speculative decoding", [], None, ""),
     ("Show me research on graph neural networks", "list", "graph neural networks", [], None, ""),
     ("post-training quantization of LLMs", "list", "post-training quantization of LLMs", [], None, ""),
+    ("Survey the work on sparse autoencoders for interpreting activations.", "list",
+     "sparse autoencoders for interpreting activations", [], None, ""),
+    ("Survey the Bayesian optimization work at ICLR 2025.", "list", "Bayesian optimization work", [], None, ""),
+    ("Survey papers on LLM agents", "list", "Survey papers on LLM agents", [], None, ""),
     ("KV缓存压缩方面有什么新进展？", "list", "KV缓存压缩方面有什么新进展？", [], None, ""),
     ("我在找关于最优传输的论文", "list", "我在找关于最优传输的论文", [], None, ""),
     # ... but a description of one work, or a coined name, is still about one paper.
