@@ -221,20 +221,23 @@ def check_history(history: Any) -> list[dict[str, Any]]:
 FOLLOW_UP_CHARS = 400
 # How an answer in a history without "outcome" (written by hand, or by a client that drops it) opens when it found
 # no paper that answers: the app's own "Not covered:" and "Unsure:", in each language (rag.answering.wording).
-_NO_ANSWER = tuple(phrase.split(sep)[0] + sep for key in ("not_covered", "unsure")
+_NO_ANSWER = tuple(phrase.split(sep)[0] + sep for key in ("not_covered",)
                    for phrase, sep in zip(PHRASES[key], (":", "："), strict=True))
-NO_PAPER_BEFORE = ("The previous answer found no paper that answers its question, so this one was searched as a new "
+NO_PAPER_BEFORE = ("The previous answer found no paper on its question, so this one was searched as a new "
                    "question.")
 
 
 def answered(turn: dict[str, Any]) -> bool:
-    """Whether an assistant turn of the history answered (outcome "answered"): its "outcome" when the client passed
-    it (the page, `rag chat`, MCP), else whether its text opens as a not-covered or unsure answer does. A follow-up
-    after an answer that found no paper has no paper to lean on (issue 53: "How many volcanoes did they train on?"
-    after "Not covered" on volcano forecasting was answered from an unrelated "N=200")."""
+    """Whether an assistant turn of the history found papers a follow-up may lean on (outcome "answered" or
+    "unsure"): its "outcome" when the client passed it (the page, `rag chat`, MCP), else whether its text opens as
+    a not-covered answer does. A follow-up after "not covered" has no paper to lean on (issue 53: "How many
+    volcanoes did they train on?" after "Not covered" on volcano forecasting was answered from an unrelated
+    "N=200"). An unsure answer cites the closest papers, the right one first most of the time (a described paper is
+    first 0.98 of the time on a blind set, issue 51), and the user's next turn is about what it showed: whether
+    the turn leans on them is for the evidence to say (`Engine._standalone`), as after any answer."""
     outcome = turn.get("outcome")
     if outcome in OUTCOMES:
-        return outcome == "answered"
+        return outcome != "not_covered"
     return not str(turn.get("content") or "").lstrip().startswith(_NO_ANSWER)
 
 
@@ -900,7 +903,7 @@ class Engine:
         searched as it stands (`_alone`), and it is a follow-up about the previous answer's papers
         (`previous_papers`) unless its own search answers it (`decide`: the gate's outcome) from a paper those
         papers match clearly worse (`AnswerPolicy.follow_up_share`). A turn after an answer that found no paper
-        (not covered, unsure) has none to lean on and is a new question. A turn after an answer whose papers are not
+        (not covered) has none to lean on and is a new question. A turn after an answer whose papers are not
         known (a history without `paper_ids` whose text names no title) that its own search does not answer is read
         once more: with an LLM as the LLM rewrites it with the conversation (the same
         call also rewrites it for search, `rag.generation.rewrite`, with `llm_rewrite` on; on a CPU server a call
