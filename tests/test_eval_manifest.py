@@ -31,7 +31,7 @@ def _make_var(name: str) -> list[str]:
 def test_make_eval_and_eval_llm_run_the_manifest_sets_in_its_order():
     eval_sets = _make_var("EVAL_SETS")
     assert eval_sets == [str(s.path.relative_to(ROOT)) for s in manifest.sets(corpus="iclr2025")]
-    assert len(eval_sets) == 50 and eval_sets[0] == "eval/questions/seeds_dev.jsonl"
+    assert len(eval_sets) == 52 and eval_sets[0] == "eval/questions/seeds_dev.jsonl"
     llm_sets = _make_var("LLM_EVAL_SETS")
     assert llm_sets == [str(s.path.relative_to(ROOT)) for s in manifest.sets(llm=True)]
     assert llm_sets[:2] == ["eval/questions/describe_dev.jsonl", "eval/questions/zh_dev.jsonl"]
@@ -41,8 +41,8 @@ def test_make_eval_and_eval_llm_run_the_manifest_sets_in_its_order():
 def test_the_tuning_scripts_refuse_exactly_the_heldout_and_refused_sets():
     refused = [s.name for s in manifest.load() if tune_outcomes.held_out(s.name)]
     assert refused == [s.name for s in manifest.load() if s.role == "heldout" or s.refused]
-    assert sorted(refused) == ["chains_v6", "corpus_heldout", "corpus_heldout_v2", "corpus_none_v4", "judge_v6",
-                              "topics_v6", "types_heldout", "zh_heldout"]
+    assert sorted(refused) == ["chains_v6", "chains_v7", "corpus_heldout", "corpus_heldout_v2", "corpus_none_v4",
+                              "judge_v6", "judge_v7", "topics_v6", "types_heldout", "zh_heldout"]
     assert tune_outcomes.held_out("describe_final19")  # a set not entered yet is unread: refused
     assert not any(tune_outcomes.held_out(name) for name in tune_outcomes.DEV_SETS)
     assert tune_outcomes.DEV_SETS[:4] == ["describe_dev", "corpus_dev", "zh_dev", "types_dev"]
@@ -75,10 +75,10 @@ def test_the_command_line_prints_paths_and_the_table():
     run = subprocess.run(["python3", "eval/manifest.py", "--paths", "--role", "heldout"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0 and run.stdout.split() == [f"eval/questions/{n}.jsonl" for n in
-                                                    ("corpus_none_v4", "judge_v6", "chains_v6", "topics_v6")]
+                                                    ("corpus_none_v4", "judge_v6", "chains_v6", "topics_v6", "judge_v7", "chains_v7")]
     table = subprocess.run(["python3", "eval/manifest.py", "--table"], cwd=ROOT, capture_output=True, text=True,
                            timeout=60, check=True).stdout
-    assert table.count("\n| `") == 51 and "| `describe_final18` | read | 96 |" in table
+    assert table.count("\n| `") == 53 and "| `describe_final18` | read | 96 |" in table
 
 
 def test_the_readme_table_of_the_sets_is_the_manifest():
