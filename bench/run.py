@@ -167,6 +167,25 @@ def latency(engine: Engine, questions, k: int = 5) -> dict:
             "hit@5": hits / len(questions)}
 
 
+def reader_cost(engine: Engine, questions) -> dict:
+    """The reader's model call per question (`rag.answering.reader.features`, the top paper's title and 3 best
+    sentences read against the question, as the gate asks it), on the retrievals of `latency`'s questions at
+    k = 10: wall and CPU ms, its memory of earlier retrievals cleared each time."""
+    from rag.answering import reader
+
+    params = RetrievalParams.from_settings(engine.settings, k=10)
+    retrievals = [engine.retriever.retrieve(q, params) for q, _ in questions]
+    reader.features(retrievals[0], second=False)  # loads the model
+    wall, cpu = [], []
+    for r in retrievals:
+        reader._MEMO.clear()
+        started, cpu_started = time.perf_counter(), time.process_time()
+        reader.features(r, second=False)
+        wall.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - cpu_started) * 1000)
+    return {"p50": percentile(wall, 50), "p95": percentile(wall, 95), "cpu_p50": percentile(cpu, 50), "n": len(wall)}
+
+
 def dev_hit5(retrieve_ids, dev) -> float:
     """hit@5 over the dev set's single-paper questions; retrieve_ids(question) -> [(paper_id, abstract)]."""
     hits = 0
@@ -265,6 +284,7 @@ def main() -> int:
     report["full_shipped"], report["full_chunks"] = full_stats.shipped_chunks, full_stats.embedded_chunks
     qs = questions_for(papers, args.questions)
     report["lat_full"] = latency(full, qs)
+    report["reader"] = reader_cost(full, qs)
     # The same questions the way this app answered before sentence vectors were stored (and the way an index
     # built then still answers): every hit's sentences embedded at question time.
     stored_sentences = full.index.sentences_of
@@ -391,6 +411,10 @@ first ingest {r['first_s']:.2f} s, re-ingest {r['again_s']:.2f} s: {100 * r['aga
 | {r['full_papers']:,} | {f(r['lat_full']['p50'])} | {f(r['lat_full']['p95'])} | {r['lat_full']['hit@5']:.3f} |
 | {r['large_papers']:,} (corpus + perturbed copies) | {f(r['lat_large']['p50'])} | {f(r['lat_large']['p95'])} | {r['lat_large']['hit@5']:.3f} |
 | {r['full_papers']:,}, sentences embedded per question (before this change; indexes built then) | {f(r['lat_full_unstored']['p50'])} | {f(r['lat_full_unstored']['p95'])} | {r['lat_full_unstored']['hit@5']:.3f} |
+
+The reader (`rag/answering/reader.py`, the gate's word-by-word reading of the top paper; {r['reader']['n']} of the same
+questions, k 10): p50 {f(r['reader']['p50'])} ms, p95 {f(r['reader']['p95'])} ms, CPU p50 {f(r['reader']['cpu_p50'])} ms; \
+**{r['reader']['p50'] / r['lat_full']['p50']:.2f}× the search's p50** (target: ≤ 100 ms a question).
 
 Targets: p50 ≤ 25 ms, p95 ≤ 60 ms at 2,114; at most 2× that at 20k. Latency is `HybridRetriever.retrieve`:
 query embedding, Chroma search, BM25, fusion, and the hits' sentences and their stored vectors read from Chroma
