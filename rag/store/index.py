@@ -52,9 +52,12 @@ from rag.store.lock import StoreBusyError
 
 SENTENCE_FORMAT = "s1"  # version of the stored sentences; part of the `chunking` marker
 INGEST_BATCH = 64  # papers embedded together
-# ... and written together, at least this many (whole embedded batches): every Chroma write pays a transaction, its
-# log and its index updates, so the bundled list written 64 papers at a time took 35 s of writes at load 7, 256 at
-# a time 22 s (1,024: 21 s). The crash-safety order holds within a write: chunks, sentences, then paper records.
+# ... and written together, but for batches whose every chunk came from the shipped vectors (rag.store.prebuilt):
+# those are gathered into writes of at least this many papers. Embedding them costs little and every Chroma write
+# pays a transaction, its log and its index updates: writing the bundled list took 35 s at load 7 in writes of 64
+# papers, 22 s in writes of 256 (1,024: 21 s). A batch the model embeds (seconds) is written on its own, so the
+# progress of a user's file moves as often as before. Crash safety holds within a write: chunks, sentences, then
+# the papers' records.
 WRITE_BATCH = 256
 _IN_LIMIT = 500  # ids per Chroma `$in` filter
 _ADD_LIMIT = 5000  # records per Chroma write (chromadb's `get_max_batch_size()` is 5,461 for the embedded store)
@@ -430,9 +433,9 @@ class PaperIndex:
 
     def _embed_and_store(self, todo: list[Paper], holders: dict[str, dict[str, int]], stats: IngestStats,
                          progress: Callable[[int, int], None] | None) -> None:
-        """Embed `todo` in batches of INGEST_BATCH and store them in writes of at least WRITE_BATCH papers,
-        counting the chunks into `stats`. The model embeds while a writer thread stores the write before (Chroma's
-        Rust and sqlite code runs without the GIL). One writer keeps the writes in order."""
+        """Embed `todo` in batches of INGEST_BATCH and store them (batches of shipped vectors gathered: `WRITE_BATCH`),
+        counting the chunks into `stats`. The model embeds while a writer thread stores the write before. One writer
+        keeps the writes in order."""
         done, hits = 0, getattr(self.vectors, "hits", 0)
         if progress:
             progress(0, len(todo))
@@ -440,14 +443,16 @@ class PaperIndex:
             pending: Future | None = None
             gathered: _Batch | None = None
             for start in range(0, len(todo), INGEST_BATCH):
+                misses = getattr(self.vectors, "misses", None)
                 embedded = self._embed(todo[start:start + INGEST_BATCH], holders)
                 stats.embedded_chunks += len(embedded.nodes)
                 if gathered is None:
                     gathered = embedded
                 else:
                     gathered.extend(embedded)
-                if len(gathered.papers) < WRITE_BATCH and start + INGEST_BATCH < len(todo):
-                    continue
+                shipped = misses is not None and getattr(self.vectors, "misses", None) == misses
+                if shipped and len(gathered.papers) < WRITE_BATCH and start + INGEST_BATCH < len(todo):
+                    continue  # shipped vectors: written with the next batch (`WRITE_BATCH`)
                 if pending is not None:
                     done += pending.result()
                     if progress:
