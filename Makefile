@@ -43,9 +43,9 @@ $(MPNET): $(STAMP) tools/mpnet_model.py rag/store/mpnet.py
 
 install: $(STAMP) $(MPNET) ## Create .venv, install the app and its test tools (the tested set: constraints.txt) and the mpnet model
 
-run: $(STAMP) $(MPNET) ## Install, ingest seeds/ if the index is empty, serve 127.0.0.1:7860 (RAG_PORT; indexing the ICLR 2025 list meanwhile)
-	$(BIN)/rag ingest --if-empty $(SEEDS)
-	$(BIN)/rag serve
+# One process: the page is served first, then seeds/ (if the index is empty) and the list are indexed behind it.
+run: $(STAMP) $(MPNET) ## Install, serve 127.0.0.1:7860 (RAG_PORT), indexing seeds/ if the index is empty, then the ICLR 2025 list
+	$(BIN)/rag serve --seed $(SEEDS)
 
 ingest: $(STAMP) $(MPNET) ## Ingest seeds/ (or PATHS="a.jsonl dir/") into the index
 	$(BIN)/rag ingest $(or $(PATHS),$(SEEDS))

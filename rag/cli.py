@@ -711,10 +711,13 @@ def _announce_llm(settings: Settings) -> None:
 @click.option("--bundled/--no-bundled", "bundled", default=None,
               help=setting_help("bundled", "Index the bundled ICLR 2025 list in the background while serving, or "
                                           "serve the index as it is."))
+@click.option("--seed", "seeds", multiple=True, type=click.Path(path_type=Path),
+              help="Index this file or directory first, in the background, if the index holds no papers (`make "
+                   "run`: seeds/); as `rag ingest --if-empty` before serving, in one start-up. Repeatable.")
 @llm_options
 @store_options
 @friendly_errors
-def serve(paths: tuple[Path, ...], **settings: Any) -> None:
+def serve(paths: tuple[Path, ...], seeds: tuple[Path, ...], **settings: Any) -> None:
     """Start the web chat (Gradio) on http://HOST:PORT.
 
     \b
@@ -726,6 +729,7 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
     models, the page lets each session pick one.
       rag serve                          # seeds (if ingested) + the ICLR 2025 list
       rag serve --no-bundled             # only what the index holds now
+      rag serve --seed seeds/            # seeds/ first if the index is empty, then the list (`make run`)
       rag serve --collection mine my.jsonl   # a collection of your own files
     """
     from rag.store import lock
@@ -743,7 +747,7 @@ def serve(paths: tuple[Path, ...], **settings: Any) -> None:
         from rag.store.catalog import BUNDLED
 
         background = list(BUNDLED)
-    launch(engine, background=background)
+    launch(engine, background=background, first=list(seeds))
 
 
 @main.command("mcp")

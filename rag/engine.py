@@ -577,13 +577,19 @@ class Engine:
 
     def index_in_background(self, paths: list[str | Path], refresh_every: float = 15.0,
                             report: Callable[[str], None] | None = None,
-                            report_every: float = REPORT_EVERY) -> threading.Thread:
+                            report_every: float = REPORT_EVERY, first: Sequence[str | Path] = ()
+                            ) -> threading.Thread:
         """Ingest `paths` in a thread while questions are answered (`rag serve` and the bundled list). Progress
         is in `self.indexing`; answers given meanwhile say how many papers they searched. `report` (the console
         of `rag serve`) gets a progress line at most every `report_every` seconds and a last line when it is done
         ("Indexed 3,706 papers in 52 s: added ..."), so whoever started it knows when the whole list is searchable.
-        Stopping the process loses at most the two batches being embedded and written: a restart skips every paper
-        already stored."""
+        Stopping the process loses at most the papers being embedded and written (`WRITE_BATCH` and the batch
+        after it): a restart skips every paper already stored.
+
+        `first` (`rag serve --seed`, make run's seeds/) is ingested before `paths` when the index holds no papers,
+        as `rag ingest --if-empty` before the server did, but in this process: the page is served at once and the
+        embedder and store load once, not in a second process first (27 s of a first `make run` at load 7-16).
+        Its summary and problems go to `report` as `rag ingest` printed them."""
         load_sentence_splitter()  # on this thread, before the worker (rag.text: nltk's import is not thread-safe)
         self.indexing = state = Indexing(running=True)
         started = time.monotonic()
@@ -603,7 +609,15 @@ class Engine:
         def run() -> None:
             try:
                 self.share_quietly()  # first the store as it is, for readers beside the server while this runs
-                stats = self.ingest(paths, progress=progress, refresh_every=refresh_every)
+                seeded = None
+                if first and self.is_empty():
+                    seeded = self.ingest(first, progress=progress, refresh_every=refresh_every)
+                    if report is not None:
+                        for problem in seeded.problems:
+                            report(f"skipped {problem}")
+                        report(f"Ingested {', '.join(str(p) for p in first)}: {seeded.summary()}")
+                stats = (self.ingest(paths, progress=progress, refresh_every=refresh_every)
+                         if paths or seeded is None else seeded)
                 problems = f"; {stats.problem_count:,} problem(s)" if stats.problem_count else ""
                 state.summary = stats.summary() + problems
             except Exception as exc:  # shown on the page; the papers stored so far stay searchable

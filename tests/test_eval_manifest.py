@@ -74,8 +74,8 @@ def test_a_malformed_entry_is_one_error_naming_the_fix(tmp_path):
 def test_the_command_line_prints_paths_and_the_table():
     run = subprocess.run(["python3", "eval/manifest.py", "--paths", "--role", "heldout"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0 and run.stdout.split() == [f"eval/questions/{n}.jsonl" for n in
-                                                    ("corpus_none_v4", "judge_v6", "chains_v6", "topics_v6", "judge_v7", "chains_v7")]
+    heldout = ("corpus_none_v4", "judge_v6", "chains_v6", "topics_v6", "judge_v7", "chains_v7")
+    assert run.returncode == 0 and run.stdout.split() == [f"eval/questions/{n}.jsonl" for n in heldout]
     table = subprocess.run(["python3", "eval/manifest.py", "--table"], cwd=ROOT, capture_output=True, text=True,
                            timeout=60, check=True).stdout
     assert table.count("\n| `") == 53 and "| `describe_final18` | read | 96 |" in table

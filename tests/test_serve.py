@@ -159,6 +159,22 @@ def test_a_background_ingest_reports_its_progress_and_a_last_line_to_the_console
     assert len(quiet) == 1 and quiet[0].startswith("Indexed 46 papers in ")
 
 
+def test_seeds_are_indexed_first_into_an_empty_index_and_skipped_once_it_holds_papers(tmp_path):
+    """`make run` ran `rag ingest --if-empty seeds/` in a process of its own before `rag serve` (27 s of a first run
+    at load 7-16: a second start-up, model and store loaded twice); `rag serve --seed seeds/` does it behind the
+    served page, with what that command printed."""
+    engine = Engine(Settings(data_dir=tmp_path / "index"), serving=True)
+    lines: list[str] = []
+    engine.index_in_background([DATA / "papers_small.jsonl"], report=lines.append, first=[SEEDS]).join(120)
+    assert re.fullmatch(r"Ingested .*seeds: added 38, updated 0, unchanged 0, removed 0, skipped 0, 38 matched to "
+                        r"ICLR 2025 papers .*", lines[0]), lines
+    assert re.fullmatch(r"Indexed 46 papers in \d+ s: added 8, updated 0, unchanged 0, .*\.", lines[-1]), lines
+    assert engine.index.count() == 46 and not engine.indexing.failed
+    again: list[str] = []  # the index holds papers: seeds/ is left alone (as --if-empty did)
+    engine.index_in_background([DATA / "papers_small.jsonl"], report=again.append, first=[SEEDS]).join(120)
+    assert len(again) == 1 and again[0].startswith("Indexed 46 papers in ") and "unchanged 8" in again[0], again
+
+
 def test_an_answer_from_a_partial_index_says_its_refusal_or_single_match_may_change(tmp_path):
     """The notice said how much was searched, not that a refusal, or an answer resting on one paper, may not hold
     once the rest is indexed (a question was once answered confidently from the wrong paper that way)."""

@@ -52,8 +52,16 @@ from rag.store import prebuilt, snapshot
 from rag.store.lock import StoreBusyError
 
 SENTENCE_FORMAT = "s1"  # version of the stored sentences; part of the `chunking` marker
-INGEST_BATCH = 64  # papers embedded and committed together
+INGEST_BATCH = 64  # papers embedded together
+# ... and written together, but for batches whose every chunk came from the shipped vectors (rag.store.prebuilt):
+# those are gathered into writes of at least this many papers. Embedding them costs little and every Chroma write
+# pays a transaction, its log and its index updates: writing the bundled list took 35 s at load 7 in writes of 64
+# papers, 22 s in writes of 256 (1,024: 21 s). A batch the model embeds (seconds) is written on its own, so the
+# progress of a user's file moves as often as before. Crash safety holds within a write: chunks, sentences, then
+# the papers' records.
+WRITE_BATCH = 256
 _IN_LIMIT = 500  # ids per Chroma `$in` filter
+_ADD_LIMIT = 5000  # records per Chroma write (chromadb's `get_max_batch_size()` is 5,461 for the embedded store)
 _Spans = list[list[tuple[int, int]]]  # per paper or chunk: (start, end) pairs
 
 
@@ -125,6 +133,15 @@ class _Batch:
     sentences: tuple[list[str], list[np.ndarray], list[str], list[dict]]  # ids, vectors, texts, metadatas
     paper_vectors: list[list[float]]
     paper_metas: list[dict[str, Any]]
+
+    def extend(self, other: _Batch) -> None:
+        """Append another embedded batch (written together: `WRITE_BATCH`)."""
+        self.papers = self.papers + other.papers
+        self.nodes = self.nodes + other.nodes
+        (ids, vectors, texts, metas), more = self.sentences, other.sentences
+        self.sentences = (ids + more[0], vectors + more[1], texts + more[2], metas + more[3])
+        self.paper_vectors = self.paper_vectors + other.paper_vectors
+        self.paper_metas = self.paper_metas + other.paper_metas
 
 
 @dataclass(frozen=True)
@@ -417,22 +434,31 @@ class PaperIndex:
 
     def _embed_and_store(self, todo: list[Paper], holders: dict[str, dict[str, int]], stats: IngestStats,
                          progress: Callable[[int, int], None] | None) -> None:
-        """Embed and store `todo` in batches of INGEST_BATCH, counting the chunks into `stats`. The model embeds
-        one batch while a writer thread stores the one before it (Chroma's writes are ~6% of an ingest, and its
-        Rust and sqlite code runs without the GIL). One writer keeps the batches in order."""
+        """Embed `todo` in batches of INGEST_BATCH and store them (batches of shipped vectors gathered: `WRITE_BATCH`),
+        counting the chunks into `stats`. The model embeds while a writer thread stores the write before. One writer
+        keeps the writes in order."""
         done, hits = 0, getattr(self.vectors, "hits", 0)
         if progress:
             progress(0, len(todo))
         with ThreadPoolExecutor(1, thread_name_prefix="index-writer") as writer:
             pending: Future | None = None
+            gathered: _Batch | None = None
             for start in range(0, len(todo), INGEST_BATCH):
+                misses = getattr(self.vectors, "misses", None)
                 embedded = self._embed(todo[start:start + INGEST_BATCH], holders)
+                stats.embedded_chunks += len(embedded.nodes)
+                if gathered is None:
+                    gathered = embedded
+                else:
+                    gathered.extend(embedded)
+                shipped = misses is not None and getattr(self.vectors, "misses", None) == misses
+                if shipped and len(gathered.papers) < WRITE_BATCH and start + INGEST_BATCH < len(todo):
+                    continue  # shipped vectors: written with the next batch (`WRITE_BATCH`)
                 if pending is not None:
                     done += pending.result()
                     if progress:
                         progress(done, len(todo))
-                stats.embedded_chunks += len(embedded.nodes)
-                pending = writer.submit(self._store, embedded)
+                pending, gathered = writer.submit(self._store, gathered), None
             if pending is not None:
                 done += pending.result()
                 if progress:
@@ -476,6 +502,19 @@ class PaperIndex:
         owners: list[int] = []
         texts: list[str] = []  # what is embedded: "title\n\nchunk"
         starts: list[int] = []  # where each chunk starts in its abstract (-1: not found)
+        docs = [Document(  # the splitter leaves room in each chunk for the title, which is embedded with it
+            id_=paper.paper_id, text=paper.abstract,
+            metadata={"paper_id": paper.paper_id, "title": paper.title, "decision": paper.decision},
+            excluded_embed_metadata_keys=["paper_id", "decision"],
+            excluded_llm_metadata_keys=["paper_id", "decision"],
+            metadata_template="{value}", metadata_seperator="\n", text_template="{metadata_str}\n\n{content}",
+        ) for paper in papers if paper.has_abstract]
+        # One splitter call for the batch, not one a paper: each call costs llama-index's instrumentation (a span
+        # and a uuid4 drawn from the OS), 13% of chunking the bundled list. The nodes are the same: ids, offsets
+        # and previous/next links are made per document (the ids in a batch are distinct: `read_paths`).
+        split: dict[str, list[Any]] = {}
+        for node in splitter.get_nodes_from_documents(docs) if docs else ():
+            split.setdefault(node.ref_doc_id or "", []).append(node)
         for i, paper in enumerate(papers):
             if not paper.has_abstract:  # one chunk, the title: what it can be found by (its sentences: none)
                 nodes.append(TextNode(id_=f"{paper.paper_id}#0", text=paper.title,
@@ -485,14 +524,7 @@ class PaperIndex:
                 texts.append(paper.title)
                 starts.append(-1)
                 continue
-            doc = Document(  # the splitter leaves room in each chunk for the title, which is embedded with it
-                id_=paper.paper_id, text=paper.abstract,
-                metadata={"paper_id": paper.paper_id, "title": paper.title, "decision": paper.decision},
-                excluded_embed_metadata_keys=["paper_id", "decision"],
-                excluded_llm_metadata_keys=["paper_id", "decision"],
-                metadata_template="{value}", metadata_seperator="\n", text_template="{metadata_str}\n\n{content}",
-            )
-            for n, node in enumerate(splitter.get_nodes_from_documents([doc])):
+            for n, node in enumerate(split.get(paper.paper_id, [])):
                 node.id_ = f"{paper.paper_id}#{n}"
                 node.metadata["chunk"] = n
                 content = node.get_content()
@@ -537,9 +569,9 @@ class PaperIndex:
         # Without their texts: each is its paper's abstract[start:end] (`sentences_of`), and a text given to Chroma
         # costs a third of the sentences' write (it indexes every document for full-text search, unused here).
         ids, vectors, _, metadatas = batch.sentences
-        for part in range(0, len(ids), 1000):
-            self.sentences.add(ids=ids[part:part + 1000], embeddings=np.asarray(vectors[part:part + 1000]),
-                               metadatas=metadatas[part:part + 1000])
+        for part in range(0, len(ids), _ADD_LIMIT):
+            self.sentences.add(ids=ids[part:part + _ADD_LIMIT], embeddings=np.asarray(vectors[part:part + _ADD_LIMIT]),
+                               metadatas=metadatas[part:part + _ADD_LIMIT])
         self.papers.upsert(ids=[p.paper_id for p in batch.papers], embeddings=batch.paper_vectors,
                            documents=[p.abstract for p in batch.papers], metadatas=batch.paper_metas)
         return len(batch.papers)

@@ -34,6 +34,7 @@ from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from collections.abc import Sequence
 
 import rag  # noqa: F401  (switches telemetry off before gradio is imported)
 import gradio as gr
@@ -47,7 +48,7 @@ from rag.text import load_sentence_splitter
 from rag.store.ingest import SUPPORTED_SUFFIXES
 from rag.generation.cost import answer_cost
 from rag.answering.records import Answer, Delta, Restart
-from rag.engine import Engine, QuestionError, check_k
+from rag.engine import Engine, Indexing, QuestionError, check_k
 from rag.web.api_args import ApiDefaults, arity
 from rag.web.guard import Guard, LoginThrottle, allowed_hosts
 from rag.web.i18n import LANGUAGES, header, page_i18n, request_language, words
@@ -696,20 +697,24 @@ def _patient_self_check(wait: float = SELF_CHECK_WAIT):
         networking.url_ok = original
 
 
-def launch(engine: Engine, block: bool = True, background: list | None = None) -> gr.Blocks:
-    """Load the index, then serve; `background` files are indexed while serving (the bundled list).
-    `block=False` returns at once (tests)."""
+def launch(engine: Engine, block: bool = True, background: list | None = None, first: Sequence = ()
+           ) -> gr.Blocks:
+    """Load the index, then serve; `background` files are indexed while serving (the bundled list), after the
+    `first` ones when the index is empty (`Engine.index_in_background`). `block=False` returns at once (tests)."""
     load_sentence_splitter()  # before any worker thread (rag.text: nltk's import is not thread-safe)
-    engine.retriever  # noqa: B018  load the embedder and index now, not on the first question
-    ingest = None
-    if background:
-        ingest = engine.index_in_background(background, report=lambda line: print(line, flush=True))
-    elif engine.is_empty():
-        print(f"warning: the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first, or add "
-              "papers on the page", flush=True)
+    background = list(background or [])
+    if background or first:
+        # The page first: the indexing thread, started once it is served, loads the embedder and the store (a third
+        # of the start-up) while the page already says the collection is being read.
+        engine.indexing = Indexing(running=True)
     else:
-        engine.share_in_background()  # for read-only commands beside the server (`rag ask`: rag.store.lock)
-        warm_map(engine)  # the map of the collection, ready by the first page load (rag.explore.topicmap)
+        engine.retriever  # noqa: B018  load the embedder and index now, not on the first question
+        if engine.is_empty():
+            print(f"warning: the index in {engine.settings.data_dir} is empty; run `rag ingest PATH` first, or add "
+                  "papers on the page", flush=True)
+        else:
+            engine.share_in_background()  # for read-only commands beside the server (`rag ask`: rag.store.lock)
+            warm_map(engine)  # the map of the collection, ready by the first page load (rag.explore.topicmap)
     demo = build(engine)
     auth = None
     if engine.settings.auth:  # Gradio calls it with exactly the name it compares (rag.web.guard)
@@ -725,7 +730,8 @@ def launch(engine: Engine, block: bool = True, background: list | None = None) -
                     app_kwargs={"middleware": [Middleware(Guard, hosts=allowed_hosts(engine.settings.host,
                                                                                       engine.settings.allowed_hosts)),
                                                Middleware(ApiDefaults, apis=API_ARITY)]})
-    if ingest is not None:
+    if background or first:
+        ingest = engine.index_in_background(background, report=lambda line: print(line, flush=True), first=first)
         keep_status_published(demo, engine, ingest)
     if block:
         print(f"Serving on http://{engine.settings.host}:{engine.settings.port} (Ctrl-C to stop)", flush=True)

@@ -633,6 +633,44 @@ def test_the_page_shows_indexing_progress_and_adds_uploaded_papers(browser, tmp_
         demo.close()
 
 
+def test_the_page_is_served_while_seeds_are_added_and_says_they_are_being_indexed(browser, tmp_path, monkeypatch):
+    """A first `make run` served the page only after a separate `rag ingest` of seeds/ and the store's loading (57 s
+    at load 7-16); now the page comes first and says the collection is being indexed while the seeds go in."""
+    import threading
+
+    from rag.store.index import PaperIndex
+    from rag.web.app import launch
+
+    engine = Engine(Settings(data_dir=tmp_path / "index", port=free_port()), serving=True)
+    gate, upsert = threading.Event(), PaperIndex.upsert
+
+    def held(self, papers, files=(), progress=None):  # the seeds' ingest waits at the gate once it has started
+        def step(done, todo):
+            progress(done, todo)
+            if done == 0 and todo == 38:
+                gate.wait(60)
+        return upsert(self, papers, files=files, progress=step)
+
+    monkeypatch.setattr(PaperIndex, "upsert", held)
+    demo = launch(engine, block=False, background=[DATA / "papers_small.jsonl"], first=[SEEDS])
+    try:
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page.goto(f"http://127.0.0.1:{engine.settings.port}/")
+        page.wait_for_function("document.querySelector('#indexing') && "
+                               "document.querySelector('#indexing').innerText.includes('0 of 38 papers indexed')",
+                               timeout=30_000)
+        assert engine.index.count() == 0
+        gate.set()
+        page.wait_for_function("document.querySelector('#indexing').innerText.includes('46 papers indexed.')",
+                               timeout=120_000)
+        ask(page, "protein structure generation with a diffusion model")
+        assert "indexed so far" not in last_answer(page)
+        page.close()
+    finally:
+        gate.set()
+        demo.close()
+
+
 # Every text the indexing line shows, in order, from the page's first paint (installed before the page's own
 # scripts); its Markdown only, not Gradio's status tracker beside it (hidden by CSS, which may not be loaded yet).
 RECORD_INDEXING_LINE = """
