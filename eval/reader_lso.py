@@ -248,8 +248,8 @@ def main() -> int:
     before_p = predict((shipped["mean"], shipped["scale"], shipped["weights"], shipped["bias"]),
                        matrix(dx["all"], shipped["features"]))
     cuts = shipped["outcomes"]
-    before_got = Decisions(rows, near).outcomes(before_p, cuts["unsure_at"], cuts["not_covered_at"],
-                                                cuts["low_confidence"], np.arange(len(rows)))
+    before_got = Decisions(rows, near, coverage_not(shipped, dx)).outcomes(  # never "not covered" when named
+        before_p, cuts["unsure_at"], cuts["not_covered_at"], cuts["low_confidence"], np.arange(len(rows)))
     dec_split = Decisions(rows, near, coverage_not(shipped, dx)).split(named, before_got)
     base = list(abstain.RETRIEVAL_FEATURES)  # the gate's features without the reader's
     no_form = [n for n in base if n not in abstain.FORM_FEATURES]

@@ -325,10 +325,10 @@ class Settings(BaseModel):
     )
     abstain_model_threshold: float | None = Field(
         None, ge=0.0, le=1.01,
-        description="The learned abstention model (rag/answering/abstain.py) gives the probability that the papers do "
-                    "not answer: from this one the answer is 'unsure' (and 'not covered' from the higher cut point "
-                    "of abstain_gate.json, or this if higher); unset = the cut points in abstain_gate.json, "
-                    "1.01 = off.",
+        description="The learned gate and its reader (rag/answering/abstain.py, reader.py) give the probability that "
+                    "the papers do not answer: from this one the answer is 'unsure' (and 'not covered' from the "
+                    "coverage model's cut in abstain_gate.json, or this if higher); unset = the cut points in "
+                    "abstain_gate.json, 1.01 = off.",
     )
 
     policy: AnswerPolicy = Field(default_factory=lambda: DEFAULT_POLICY,

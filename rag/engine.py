@@ -223,6 +223,7 @@ FOLLOW_UP_CHARS = 400
 # no paper that answers: the app's own "Not covered:" and "Unsure:", in each language (rag.answering.wording).
 _NO_ANSWER = tuple(phrase.split(sep)[0] + sep for key in ("not_covered",)
                    for phrase, sep in zip(PHRASES[key], (":", "："), strict=True))
+_UNSURE = tuple(phrase.split(sep)[0] + sep for phrase, sep in zip(PHRASES["unsure"], (":", "："), strict=True))
 NO_PAPER_BEFORE = ("The previous answer found no paper on its question, so this one was searched as a new "
                    "question.")
 
@@ -239,6 +240,18 @@ def answered(turn: dict[str, Any]) -> bool:
     if outcome in OUTCOMES:
         return outcome != "not_covered"
     return not str(turn.get("content") or "").lstrip().startswith(_NO_ANSWER)
+
+
+def unsure_before(history: list[dict[str, Any]]) -> bool:
+    """Whether the last assistant turn was unsure (its "outcome", else its opening words): a follow-up leaning on
+    the papers it quoted as the closest is at most unsure itself (`compose`'s `doubted`): a follow-up after an
+    absent topic answered "unsure" must not be answered from those papers."""
+    last = next((t for t in reversed(history) if t.get("role") == "assistant" and t.get("content")), None)
+    if last is None:
+        return False
+    if last.get("outcome") in OUTCOMES:
+        return bool(last["outcome"] == "unsure")
+    return str(last.get("content") or "").lstrip().startswith(_UNSURE)
 
 
 def previous_papers(question: str, history: list[dict[str, Any]] | None,
@@ -746,7 +759,8 @@ class Engine:
         yield from [Delta(lead + "\n")] if lead else []
         answer.listed = retrieval.members or 0
         yield from unbracket_quotes(compose(answer, retrieval, self.settings, llm, self.templates, self.checker,
-                                            started, intent, said, plan.standalone, limit), answer)
+                                            started, intent, said, plan.standalone, limit,
+                                            doubted=bool(focus) and unsure_before(history)), answer)
         answer.answer = f"{lead}\n{answer.answer}" if lead else answer.answer
         if partial is not None:
             notices[partial] += partial_caveat(answer)

@@ -80,8 +80,9 @@ def _default(model: type[BaseModel], name: str) -> str:
     if name == "abstain_model_threshold" and value is None:
         from rag.answering import abstain
 
-        return (f"the gate's cut points (unsure from {abstain.UNSURE_AT:g}, not covered from "
-                f"{abstain.NOT_COVERED_AT:g}; `rag/answering/abstain_gate.json`)")
+        return (f"the gate's cut points (unsure from {abstain.UNSURE_AT:g} for a question the reader reads, "
+                f"{abstain.COVERAGE.get('unsure_at', abstain.UNSURE_AT):g} for a named or Chinese one; not covered "
+                f"from {abstain.NOT_COVERED_AT:g}; `rag/answering/abstain_gate.json`)")
     if value is None:
         return "–"
     if isinstance(value, bool):

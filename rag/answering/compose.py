@@ -54,12 +54,14 @@ from rag.text import quotes_unbracketed, split_sentences, tokenize
 
 def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatClient | None,
             templates: dict[str, str], checker: Checker, started: float, intent: Intent | None = None,
-            already_said: str = "", standalone: str = "", limit: int | None = None) -> Iterator[Delta | Restart]:
+            already_said: str = "", standalone: str = "", limit: int | None = None, doubted: bool = False
+            ) -> Iterator[Delta | Restart]:
     """Fill `answer` (created with its question, sources, type and filters) and yield its text as it is
     written. `already_said`: the previous answer, whose sentences a follow-up about its papers does not repeat.
     `standalone`: a follow-up rewritten to stand alone ("How do they evaluate them?" -> "How are sparse
     autoencoders evaluated?"), which the LLM is asked instead of the bare follow-up it could not resolve. `limit`: how
-    many of a list's papers to show (None: `AnswerPolicy.list_shown`, 0: all)."""
+    many of a list's papers to show (None: `AnswerPolicy.list_shown`, 0: all). `doubted`: a follow-up leaning on the
+    papers of an unsure answer, which is at most unsure itself."""
     intent = intent or Intent()
     focused = bool(answer.focus)  # a follow-up answered from the previous answer's papers
     whole_list = not intent.has_topic and bool(answer.filters.decisions or answer.filters.author)
@@ -67,6 +69,8 @@ def compose(answer: Answer, retrieval: Retrieval, settings: Settings, llm: ChatC
     sides = side_papers(retrieval, intent.sides, settings.policy) if answer.answer_type == "compare" and not focused \
         else []
     outcome = _coverage(answer, retrieval, settings, focused, whole_list or bool(sides), already_said)
+    if focused and doubted and outcome == "answered":  # the previous answer was unsure these papers answer
+        outcome = "unsure"
     lang = language(answer.question)  # the frame around quotes follows the question (`rag.answering.wording`)
 
     def quote(source: Source) -> list[str]:  # what an unsure answer or a kept LLM answer quotes of a paper

@@ -70,3 +70,19 @@ def test_a_follow_up_after_not_covered_has_no_paper_to_lean_on(corpus_engine):
     bare = [{k: v for k, v in t.items() if k != "outcome"} for t in history]
     answer = corpus_engine.ask("How many volcanoes did they train on?", history=bare)
     assert answer.focus == [] and answer.outcome != "answered" and NO_PAPER_BEFORE in answer.notices
+
+
+def test_a_follow_up_after_an_unsure_answer_leans_on_its_closest_paper_and_stays_unsure(corpus_engine):
+    """An unsure answer quotes the closest papers, the right one first most of the time: the next turn, which names
+    no paper, is about it (after "unsure" it was searched alone and lost it), and is at most unsure itself, since
+    the first answer was unsure those papers answer."""
+    from helpers import NEAR_MISS
+
+    first, history = turn(corpus_engine, NEAR_MISS)
+    assert first.outcome == "unsure" and first.citations[0].title.startswith("CatVTON")
+    answer, _ = turn(corpus_engine, "What datasets were used to evaluate it?", history)
+    assert answer.focus and answer.focus[0] == first.cited_ids[0] and NO_PAPER_BEFORE not in answer.notices
+    assert answer.outcome == "unsure" and answer.citations[0].title.startswith("CatVTON")
+    # A history without outcomes says it by the answer's opening words.
+    bare = [{k: v for k, v in t.items() if k != "outcome"} for t in history]
+    assert corpus_engine.ask("What datasets were used to evaluate it?", history=bare).outcome == "unsure"
