@@ -6,7 +6,7 @@ import re
 import pytest
 
 from rag.query.intent import comparison_sides, parse
-from rag.engine import answered, previous_papers
+from rag.engine import answered, previous_papers, unsure_before
 
 KNOWN = {"yoshua bengio", "percy liang", "max tegmark"}
 
@@ -146,22 +146,27 @@ def test_a_filter_with_no_topic_lists_what_it_lets_through():
 def test_a_follow_ups_candidate_is_the_previous_answers_paper_whatever_its_words_and_none_after_no_answer():
     """Which paper a turn would lean on does not hang on a pronoun ("What share of the heads are like that?" has
     none); whether it leans is the evidence's call (`Engine._standalone`, tests/query/test_followups.py). After an
-    answer that found no paper (its outcome, or its text's opening when a client passes none) there is none."""
+    answer that found no paper (not covered: its outcome, or its text's opening when a client passes none) there is
+    none; after an unsure one, its closest papers (the follow-up is then at most unsure, test_followups.py)."""
     history = [{"role": "user", "content": "Which paper introduces Switch sparse autoencoders?"},
                {"role": "assistant", "content": "... [1].", "paper_ids": ["k2ZVAzVeMP"]}]
     for question in ("Who wrote it?", "What data did they evaluate on?", "它用了什么数据？", "那个方法需要什么假设？",
                      "What share of the features are dead?", "How big is that model?"):
         assert previous_papers(question, history) == ["k2ZVAzVeMP"], question
     for said, outcome in (("Not covered: the collection does not appear to cover this question.", None),
-                          ("Unsure: none of the papers clearly answers this. The closest are: ... [1]", None),
-                          ("未涵盖：这个论文集似乎没有涉及这个问题。", None),
-                          ("不确定：没有一篇论文明确回答这个问题。", None),
-                          ("The closest papers ... [1]", "unsure"), ("... [1]", "not_covered")):
+                          ("未涵盖：这个论文集似乎没有涉及这个问题。", None), ("... [1]", "not_covered")):
         after = [{"role": "user", "content": "Which papers forecast volcanic eruptions?"},
                  {"role": "assistant", "content": said, "paper_ids": ["k2ZVAzVeMP"],
                   **({"outcome": outcome} if outcome else {})}]
         assert not answered(after[-1]) and previous_papers("How many volcanoes did they train on?", after) == []
     assert answered({"role": "assistant", "content": "Not covered: ... [1]", "outcome": "answered"})
+    for said, outcome in (("Unsure: none of the papers clearly answers this. The closest are: ... [1]", None),
+                          ("不确定：没有一篇论文明确回答这个问题。", None), ("The closest papers ... [1]", "unsure")):
+        after = [{"role": "user", "content": "Which paper tried the try-on model on dancers?"},
+                 {"role": "assistant", "content": said, "paper_ids": ["k2ZVAzVeMP"],
+                  **({"outcome": outcome} if outcome else {})}]
+        assert answered(after[-1]) and unsure_before(after)
+        assert previous_papers("What datasets did they use?", after) == ["k2ZVAzVeMP"]
 
 
 def test_a_follow_up_picks_the_previous_papers_it_means_and_a_named_paper_stands_alone():
