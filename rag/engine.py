@@ -19,7 +19,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Iterator, Sequence
@@ -38,6 +38,8 @@ from rag.generation import rewrite as rewriting
 from rag.query import zh
 from rag.query.filters import Filters
 from rag.query.intent import Intent, parse
+from rag.query import wording as question_wording
+from rag.query.wording import Wording
 from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams, named_papers, names_at, title_names
 from rag.explore.related import PaperNotFound, Related, explorer, find_paper
 from rag.explore.topicmap import TopicMap, topic_map
@@ -308,6 +310,9 @@ class Plan:
     rewrite: rewriting.Rewrite | None = None  # the LLM's rewrite for retrieval, once asked (rag.generation.rewrite)
     asked: str = ""  # what `search` translates, when it is Chinese (`Retrieval.asked`: the gate reads its form)
     nothing_before: bool = False  # the previous answer found no paper to lean on: searched as a new question
+    # What the searched words ask for (`rag.query.wording`), read once here: every retrieval of the question carries
+    # it (`Retrieval.wording`), and the gate and the answer read it instead of the words.
+    wording: Wording = field(default_factory=Wording)
 
 
 @dataclass
@@ -691,7 +696,8 @@ class Engine:
         elif intent.type == "count" or not intent.has_topic:  # "papers by X": as many as can be shown
             k = max(k, min(MAX_K, self.settings.candidates))
         loaded = time.perf_counter()
-        retrieval, lead, filters = self._retrieve(intent, search, k, filters, focus, asked=plan.asked)
+        retrieval, lead, filters = self._retrieve(intent, search, k, filters, focus, asked=plan.asked,
+                                                  wording=plan.wording)
         if llm is not None and self._rewrites(plan) and intent.has_topic and rewriting.needed(
                 retrieval.named_match, abstain.probability(retrieval) if abstain.applies(retrieval) else None,
                 self.settings.policy.rewrite_confident_below):
@@ -699,7 +705,8 @@ class Engine:
             plan.fallback = plan.rewrite.fallback
         if plan.rewrite is not None and plan.rewrite.search:  # searched beside the question, fused
             retrieval, lead, filters = self._retrieve(intent, search, k, plan.filters, focus,
-                                                      retrieval.query_vector, plan.rewrite.search, plan.asked)
+                                                      retrieval.query_vector, plan.rewrite.search, plan.asked,
+                                                      plan.wording)
         if deep:
             retrieval = self._members_first(retrieval, requested)
         retrieved = time.perf_counter()
@@ -745,7 +752,8 @@ class Engine:
         yield answer
 
     def _retrieve(self, intent: Intent, search: str, k: int, filters: Filters, focus: list[str],
-                  vector: Any = None, rewrite: str = "", asked: str = "") -> tuple[Retrieval, str, Filters]:
+                  vector: Any = None, rewrite: str = "", asked: str = "", wording: Wording | None = None
+                  ) -> tuple[Retrieval, str, Filters]:
         """The retrieval to answer from, a sentence to lead the answer with ("" mostly), and the filters it applied.
 
         A list or count with a decision or author filter is also searched without filters (`Retrieval.reference`):
@@ -757,7 +765,7 @@ class Engine:
         A filter set in the panel or by a flag is the user's explicit choice and stands.
         `vector`: the search's embedding, when a first retrieval made it; `rewrite`: the LLM's rewrite of the question
         for search (`rag.generation.rewrite`), fused with it in every search; `asked`: the Chinese text `search`
-        translates (`Retrieval.asked`)."""
+        translates (`Retrieval.asked`); `wording`: what `search` asks for (`Plan.wording`), set on every retrieval."""
         params = RetrievalParams.from_settings(self.settings, k=k, decisions=filters.decisions,
                                                author=filters.author, paper_ids=tuple(focus))
         if k > params.candidates:  # a deep pool (a topic's list): each retriever proposes as many
@@ -766,6 +774,7 @@ class Engine:
         def retrieve(params: RetrievalParams, vector: Any) -> Retrieval:
             found = self.retriever.retrieve(search, params, vector, rewrite)
             found.asked = asked
+            found.wording = question_wording.read(search, asked) if wording is None else wording
             return found
 
         retrieval = retrieve(params, vector)
@@ -875,7 +884,7 @@ class Engine:
         filters = Filters(tuple(decisions) or tuple(intent.decisions), author or intent.author,
                           tuple(name for name, mine, theirs in given if theirs and not mine))
         return Plan(intent, search, focus, filters, fallback, query if query != question else "", rewrite, asked,
-                    nothing_before)
+                    nothing_before, question_wording.read(search, asked, intent.asks))
 
     def _rewrites(self, plan: Plan) -> bool:
         """Whether a question is rewritten for retrieval by the LLM (`rag.generation.rewrite`): with `llm_rewrite` on,
@@ -946,6 +955,7 @@ class Engine:
             return None
         found = self.retriever.retrieve(search, RetrievalParams.from_settings(self.settings))
         found.asked = intent.query if zh.has_chinese(intent.query) else ""
+        found.wording = question_wording.read(search, found.asked)
         return found
 
     def _leans(self, alone: Retrieval | None, focus: list[str], record: bool = False) -> bool:

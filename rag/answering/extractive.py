@@ -445,7 +445,7 @@ def explained(retrieval: Retrieval, settings: Settings, single_paper: bool = Fal
     question words (`Intent.asks`), read with its English search terms where the sentence holding the asked figure,
     cause or remedy is chosen."""
     ranked = retrieval.sentences  # the best sentences of the top papers, best first
-    if not _ASKS_FOR_CODE.search(retrieval.question):  # "Code is available at ..." answers only a question for it
+    if not retrieval.wording.asks_code:  # "Code is available at ..." answers only a question for it
         ranked = [s for s in ranked if not is_boilerplate(s.text)] or ranked
     quotable = ranked
     if not ranked or (paper is not None and not any(s.paper_index == paper for s in ranked)):
@@ -487,7 +487,9 @@ def explained(retrieval: Retrieval, settings: Settings, single_paper: bool = Fal
     one_paper = len({s.paper_index for s in chosen}) == 1 and not follow_up
     window = explain_order.passage(retrieval, chosen[0].paper_index, quotable) if one_paper else []
     chosen = window[:settings.max_answer_sentences] or explain_order.within_papers(retrieval, chosen, quotable)
-    asking = replace(retrieval, question=f"{asks} {retrieval.question}") if asks else retrieval
+    # With a Chinese question's English question words: what it asks as `rag.query.wording` read it with them.
+    asking = replace(retrieval, wording=replace(retrieval.wording, asks=retrieval.wording.asks_in_english)
+                     ) if asks else retrieval
     if one_paper:  # ... and the sentence holding the figure or result the question asks for, if not quoted yet
         chosen = explain_order.with_asked(asking, chosen, quotable)
     if not follow_up:  # the best-ranked paper's sentence giving an asked figure, cause or remedy
@@ -503,10 +505,6 @@ def explained(retrieval: Retrieval, settings: Settings, single_paper: bool = Fal
     return [s for paper_index in sorted({s.paper_index for s in chosen})
             for s in sorted((s for s in chosen if s.paper_index == paper_index),
                             key=lambda s: _sentence_position(retrieval, s))]
-
-
-_ASKS_FOR_CODE = re.compile(r"\b(?:code|github|repo|repository|implementation|website|project\s+page|link|url|"
-                            r"download|released?|open[- ]source[ds]?|available)\b", re.IGNORECASE)
 
 
 def leads(ranked: list[ScoredSentence], lead: float) -> bool:
