@@ -65,18 +65,6 @@ MAX_FOCUS = 10  # papers of the previous answer a follow-up can be about
 DECISIONS = ("Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)")
 # Control characters, and lone surrogates (a client can send "\ud800" in JSON; nothing downstream can encode it).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
-# "Which of them", "these papers", "both": all the papers of the previous answer, not the first it was about.
-_PLURAL = re.compile(r"\b(?:(?:these|those|the)\s+(?:papers|works|methods|approaches|ones|studies)|\w+\s+of\s+them|"
-                     r"both|each)\b|它们|这些论文|这些方法|其中|^(?:哪一篇|哪篇|哪几篇)(?=是|被|属于)", re.I)
-# "the second one", "the third paper": one of the previous answer's papers, by its place in that answer.
-_ORDINAL = re.compile(r"\bthe\s+(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\s+"
-                      r"(?:one|paper|work|method|study)\b|第([一二三四五六七八九十])篇", re.I)
-_PLACES = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5, "seventh": 6, "eighth": 7,
-           "ninth": 8, "tenth": 9, "last": -1, "一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "七": 6, "八": 7,
-           "九": 8, "十": 9}
-# "Which papers are related to it?" with no answer before it: a pronoun where a paper's name should be.
-_PRONOUN = re.compile(r"(?:it|they|them|this|that|these|those|"
-                      r"(?:this|that|the|these|those)\s+(?:paper|papers|work|one)|它|它们|这篇|那篇|该论文)", re.I)
 
 
 class QuestionError(RagError, ValueError):
@@ -254,10 +242,11 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
     answers = [t for t in reversed(history or []) if t.get("role") == "assistant"][:MAX_HISTORY_TURNS]
     if not answers or len(question) > FOLLOW_UP_CHARS or not answered(answers[0]):
         return []
-    ordinal = _ORDINAL.search(question)
+    place = question_wording.place_named(question)
     names = names if names is not None else title_names(list(papers)) if papers else {}
     ids = _turn_papers(answers[0], papers, names)
-    if len(ids) < 2 and (ordinal or _PLURAL.search(question)):  # several to choose from: the last answer citing several
+    # several to choose from: the last answer citing several
+    if len(ids) < 2 and (place is not None or question_wording.refers_to_several(question)):
         ids = next((c for c in (_turn_papers(t, papers, names) for t in answers[1:] if answered(t)) if len(c) > 1),
                    ids)
     # A question that names a paper (`named`: by its coined title name, `rag.search.retrieve.named_papers`; or by
@@ -266,12 +255,11 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
     named = list(dict.fromkeys([*named, *(_papers_named(question, papers, names) if papers else [])]))
     if named:
         return [pid for pid in named if pid in ids][:MAX_FOCUS]
-    if ordinal:  # "What dataset did the second one use?"
-        place = _PLACES[(ordinal.group(1) or ordinal.group(2)).lower()]
+    if place is not None:  # "What dataset did the second one use?"
         return [ids[place]] if -len(ids) <= place < len(ids) else []
     # "it", "they" (the authors, most often), "the paper", or no word for it ("What datasets were used?"): the paper
     # the previous answer was first about; "these papers", "which of them", "both": all it cited.
-    return ids[:MAX_FOCUS] if _PLURAL.search(question) else ids[:1]
+    return ids[:MAX_FOCUS] if question_wording.refers_to_several(question) else ids[:1]
 
 
 def _turn_papers(turn: dict[str, Any], papers: Sequence[StoredPaper], names: dict[str, list[str]]) -> list[str]:
@@ -832,7 +820,7 @@ class Engine:
         """ "Which papers are related to X?" when X names one paper (its id, a name written with a capital or a
         digit such as CatVTON or Time-MoE, or half its title): X and its nearest papers. Otherwise [] and the
         question is searched as a list ("papers related to diffusion models" is a topic, not a paper)."""
-        if not name or _PRONOUN.fullmatch(name):  # "related to ?", or "to it" with no answer before it
+        if not name or question_wording.is_pronoun(name):  # "related to ?", or "to it" with no answer before it
             answer = Answer(question=question, answer=NAME_THE_PAPER, mode="extractive", abstained=True,
                             citations=[], sources=[], notices=notices, answer_type="related",
                             timings={"total_ms": _ms(started, time.perf_counter())})
@@ -852,14 +840,14 @@ class Engine:
         except PaperNotFound:
             return None
         title = set(plain(paper.title or paper.label).split())
-        if not (paper.paper_id == name or re.search(r"[A-Z0-9]", name)
+        if not (paper.paper_id == name or question_wording.written_as_name(name)
                 or len(set(plain(name).split()) & title) >= len(title) / 2):
             return None
         return paper
 
     def _names_paper(self, name: str) -> bool:
         """Whether "related to `name`" is answered by `_related` (a paper, or a request to name one)."""
-        return not name or bool(_PRONOUN.fullmatch(name)) or self._named_paper(name) is not None
+        return not name or question_wording.is_pronoun(name) or self._named_paper(name) is not None
 
     def _topics(self, question: str, intent: Intent, notices: list[str], started: float
                 ) -> Iterator[Delta | Answer]:

@@ -206,3 +206,40 @@ def read(question: str, asked: str = "", asks: str = "") -> Wording:
     return Wording(bool(FIGURE.search(question)), tuple(asked_quantity(question)), tuple(DETAIL.findall(question)),
                    yes_no, extension, tail, bool(ASKS_FOR_CODE.search(question)), which, number, own,
                    read_asks(f"{asks} {question}") if asks else own)
+
+
+# Follow-ups (`rag.engine.previous_papers`, `Engine._related`): which of the previous answer's papers a turn means.
+# "Which of them", "these papers", "both": all the papers of the previous answer, not the first it was about.
+_PLURAL = re.compile(r"\b(?:(?:these|those|the)\s+(?:papers|works|methods|approaches|ones|studies)|\w+\s+of\s+them|"
+                     r"both|each)\b|它们|这些论文|这些方法|其中|^(?:哪一篇|哪篇|哪几篇)(?=是|被|属于)", re.I)
+# "the second one", "the third paper": one of the previous answer's papers, by its place in that answer.
+_ORDINAL = re.compile(r"\bthe\s+(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\s+"
+                      r"(?:one|paper|work|method|study)\b|第([一二三四五六七八九十])篇", re.I)
+_PLACES = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5, "seventh": 6, "eighth": 7,
+           "ninth": 8, "tenth": 9, "last": -1, "一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "七": 6, "八": 7,
+           "九": 8, "十": 9}
+# "Which papers are related to it?" with no answer before it: a pronoun where a paper's name should be.
+_PRONOUN = re.compile(r"(?:it|they|them|this|that|these|those|"
+                      r"(?:this|that|the|these|those)\s+(?:paper|papers|work|one)|它|它们|这篇|那篇|该论文)", re.I)
+
+
+def refers_to_several(question: str) -> bool:
+    """Whether a turn means all the papers of the previous answer ("which of them", "these papers", "both")."""
+    return bool(_PLURAL.search(question))
+
+
+def place_named(question: str) -> int | None:
+    """The place of the previous answer's paper a turn names ("the second one" -> 1, "the last paper" -> -1,
+    "第三篇" -> 2); None when it names none."""
+    ordinal = _ORDINAL.search(question)
+    return _PLACES[(ordinal.group(1) or ordinal.group(2)).lower()] if ordinal else None
+
+
+def is_pronoun(name: str) -> bool:
+    """Whether the X of "related to X" is only a pronoun ("it", "this paper", "它"), not a paper's name."""
+    return bool(_PRONOUN.fullmatch(name))
+
+
+def written_as_name(name: str) -> bool:
+    """Whether the X of "related to X" is written as a name: with a capital or a digit (CatVTON, Time-MoE)."""
+    return bool(re.search(r"[A-Z0-9]", name))
