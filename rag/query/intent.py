@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 
-from rag.query import zh
+from rag.query import framing, zh
 
 TYPES = ("authors", "decision", "link", "count", "topics", "related", "list", "compare", "explain")
 
@@ -197,9 +197,6 @@ def comparison_sides(text: str) -> list[str]:
     return []
 
 
-_GENERIC = set("""paper papers work works article articles study studies publication publications research what which
-did does has have had publish published present presented write wrote written the and for all any list show find
-give are there was were iclr about with from his her their its collection""".split())
 
 
 @dataclass(frozen=True)
@@ -330,7 +327,7 @@ def _read(question: str, known_author: Callable[[str], bool]) -> dict:
             out["type"] = "list"  # "papers by Yoshua Bengio"
     query = " ".join(text.split()).strip(" ?.!,;:")
     words = [w for w in re.findall(r"[^\W\d_]{3,}", query.casefold())
-             if w not in _GENERIC and not re.search(r"[\u3400-\u9fff]", w)]  # Chinese: by `_without_glue`
+             if w not in framing.NOT_TOPIC and not re.search(r"[\u3400-\u9fff]", w)]  # Chinese: by `_without_glue`
     out["has_topic"] = bool(words) or bool(re.search(r"[\u3400-\u9fff]", _without_glue(query)))
     unchanged = query == " ".join(question.split()).strip(" ?.!,;:")
     out["query"] = query if re.search(r"\w{3,}|[\u3400-\u9fff]", query) and not unchanged else question
