@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "eval"))
 
 from rag.answering import abstain  # noqa: E402
+from rag.query import wording  # noqa: E402
 from tune_outcomes import DEV_SETS, GRID, QUESTIONS, ask_as_eval, cost, held_out, is_near, outcome  # noqa: E402
 
 OUTCOMES = ("answered", "unsure", "not_covered")
@@ -118,7 +119,7 @@ def extra(retrieval) -> dict[str, float]:
         return out
     # A yes/no question about the paper in a later clause ("The method that ...: does it handle cloth?"), which the
     # shipped yes_no (anchored at the question's start) does not see (thirteenth session).
-    start = bool(abstain._YES_NO.search(retrieval.question)) and not abstain._SEARCH.search(retrieval.question)
+    start = bool(wording.YES_NO.search(retrieval.question)) and not wording.SEARCH.search(retrieval.question)
     out["yes_no_clause"] = float(bool(_CLAUSE_YES_NO.search(retrieval.question)))
     out["yes_no_any"] = float(start or out["yes_no_clause"] > 0)
     n_corpus = max(retrieval.corpus_size, 1)

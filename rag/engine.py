@@ -19,7 +19,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from collections.abc import Callable, Iterator, Sequence
@@ -38,6 +38,8 @@ from rag.generation import rewrite as rewriting
 from rag.query import zh
 from rag.query.filters import Filters
 from rag.query.intent import Intent, parse
+from rag.query import wording as question_wording
+from rag.query.wording import Wording
 from rag.search.retrieve import HybridRetriever, Retrieval, RetrievalParams, named_papers, names_at, title_names
 from rag.explore.related import PaperNotFound, Related, explorer, find_paper
 from rag.explore.topicmap import TopicMap, topic_map
@@ -63,18 +65,6 @@ MAX_FOCUS = 10  # papers of the previous answer a follow-up can be about
 DECISIONS = ("Accept (Oral)", "Accept (Spotlight)", "Accept (Poster)")
 # Control characters, and lone surrogates (a client can send "\ud800" in JSON; nothing downstream can encode it).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
-# "Which of them", "these papers", "both": all the papers of the previous answer, not the first it was about.
-_PLURAL = re.compile(r"\b(?:(?:these|those|the)\s+(?:papers|works|methods|approaches|ones|studies)|\w+\s+of\s+them|"
-                     r"both|each)\b|它们|这些论文|这些方法|其中|^(?:哪一篇|哪篇|哪几篇)(?=是|被|属于)", re.I)
-# "the second one", "the third paper": one of the previous answer's papers, by its place in that answer.
-_ORDINAL = re.compile(r"\bthe\s+(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\s+"
-                      r"(?:one|paper|work|method|study)\b|第([一二三四五六七八九十])篇", re.I)
-_PLACES = {"first": 0, "second": 1, "third": 2, "fourth": 3, "fifth": 4, "sixth": 5, "seventh": 6, "eighth": 7,
-           "ninth": 8, "tenth": 9, "last": -1, "一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "七": 6, "八": 7,
-           "九": 8, "十": 9}
-# "Which papers are related to it?" with no answer before it: a pronoun where a paper's name should be.
-_PRONOUN = re.compile(r"(?:it|they|them|this|that|these|those|"
-                      r"(?:this|that|the|these|those)\s+(?:paper|papers|work|one)|它|它们|这篇|那篇|该论文)", re.I)
 
 
 class QuestionError(RagError, ValueError):
@@ -268,10 +258,11 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
     answers = [t for t in reversed(history or []) if t.get("role") == "assistant"][:MAX_HISTORY_TURNS]
     if not answers or len(question) > FOLLOW_UP_CHARS or not answered(answers[0]):
         return []
-    ordinal = _ORDINAL.search(question)
+    place = question_wording.place_named(question)
     names = names if names is not None else title_names(list(papers)) if papers else {}
     ids = _turn_papers(answers[0], papers, names)
-    if len(ids) < 2 and (ordinal or _PLURAL.search(question)):  # several to choose from: the last answer citing several
+    # several to choose from: the last answer citing several
+    if len(ids) < 2 and (place is not None or question_wording.refers_to_several(question)):
         ids = next((c for c in (_turn_papers(t, papers, names) for t in answers[1:] if answered(t)) if len(c) > 1),
                    ids)
     # A question that names a paper (`named`: by its coined title name, `rag.search.retrieve.named_papers`; or by
@@ -280,12 +271,11 @@ def previous_papers(question: str, history: list[dict[str, Any]] | None,
     named = list(dict.fromkeys([*named, *(_papers_named(question, papers, names) if papers else [])]))
     if named:
         return [pid for pid in named if pid in ids][:MAX_FOCUS]
-    if ordinal:  # "What dataset did the second one use?"
-        place = _PLACES[(ordinal.group(1) or ordinal.group(2)).lower()]
+    if place is not None:  # "What dataset did the second one use?"
         return [ids[place]] if -len(ids) <= place < len(ids) else []
     # "it", "they" (the authors, most often), "the paper", or no word for it ("What datasets were used?"): the paper
     # the previous answer was first about; "these papers", "which of them", "both": all it cited.
-    return ids[:MAX_FOCUS] if _PLURAL.search(question) else ids[:1]
+    return ids[:MAX_FOCUS] if question_wording.refers_to_several(question) else ids[:1]
 
 
 def _turn_papers(turn: dict[str, Any], papers: Sequence[StoredPaper], names: dict[str, list[str]]) -> list[str]:
@@ -324,6 +314,9 @@ class Plan:
     rewrite: rewriting.Rewrite | None = None  # the LLM's rewrite for retrieval, once asked (rag.generation.rewrite)
     asked: str = ""  # what `search` translates, when it is Chinese (`Retrieval.asked`: the gate reads its form)
     nothing_before: bool = False  # the previous answer found no paper to lean on: searched as a new question
+    # What the searched words ask for (`rag.query.wording`), read once here: every retrieval of the question carries
+    # it (`Retrieval.wording`), and the gate and the answer read it instead of the words.
+    wording: Wording = field(default_factory=Wording)
 
 
 @dataclass
@@ -721,7 +714,8 @@ class Engine:
         elif intent.type == "count" or not intent.has_topic:  # "papers by X": as many as can be shown
             k = max(k, min(MAX_K, self.settings.candidates))
         loaded = time.perf_counter()
-        retrieval, lead, filters = self._retrieve(intent, search, k, filters, focus, asked=plan.asked)
+        retrieval, lead, filters = self._retrieve(intent, search, k, filters, focus, asked=plan.asked,
+                                                  wording=plan.wording)
         if llm is not None and self._rewrites(plan) and intent.has_topic and rewriting.needed(
                 retrieval.named_match, abstain.probability(retrieval) if abstain.applies(retrieval) else None,
                 self.settings.policy.rewrite_confident_below):
@@ -729,7 +723,8 @@ class Engine:
             plan.fallback = plan.rewrite.fallback
         if plan.rewrite is not None and plan.rewrite.search:  # searched beside the question, fused
             retrieval, lead, filters = self._retrieve(intent, search, k, plan.filters, focus,
-                                                      retrieval.query_vector, plan.rewrite.search, plan.asked)
+                                                      retrieval.query_vector, plan.rewrite.search, plan.asked,
+                                                      plan.wording)
         if deep:
             retrieval = self._members_first(retrieval, requested)
         retrieved = time.perf_counter()
@@ -776,7 +771,8 @@ class Engine:
         yield answer
 
     def _retrieve(self, intent: Intent, search: str, k: int, filters: Filters, focus: list[str],
-                  vector: Any = None, rewrite: str = "", asked: str = "") -> tuple[Retrieval, str, Filters]:
+                  vector: Any = None, rewrite: str = "", asked: str = "", wording: Wording | None = None
+                  ) -> tuple[Retrieval, str, Filters]:
         """The retrieval to answer from, a sentence to lead the answer with ("" mostly), and the filters it applied.
 
         A list or count with a decision or author filter is also searched without filters (`Retrieval.reference`):
@@ -788,7 +784,7 @@ class Engine:
         A filter set in the panel or by a flag is the user's explicit choice and stands.
         `vector`: the search's embedding, when a first retrieval made it; `rewrite`: the LLM's rewrite of the question
         for search (`rag.generation.rewrite`), fused with it in every search; `asked`: the Chinese text `search`
-        translates (`Retrieval.asked`)."""
+        translates (`Retrieval.asked`); `wording`: what `search` asks for (`Plan.wording`), set on every retrieval."""
         params = RetrievalParams.from_settings(self.settings, k=k, decisions=filters.decisions,
                                                author=filters.author, paper_ids=tuple(focus))
         if k > params.candidates:  # a deep pool (a topic's list): each retriever proposes as many
@@ -797,6 +793,7 @@ class Engine:
         def retrieve(params: RetrievalParams, vector: Any) -> Retrieval:
             found = self.retriever.retrieve(search, params, vector, rewrite)
             found.asked = asked
+            found.wording = question_wording.read(search, asked) if wording is None else wording
             return found
 
         retrieval = retrieve(params, vector)
@@ -854,7 +851,7 @@ class Engine:
         """ "Which papers are related to X?" when X names one paper (its id, a name written with a capital or a
         digit such as CatVTON or Time-MoE, or half its title): X and its nearest papers. Otherwise [] and the
         question is searched as a list ("papers related to diffusion models" is a topic, not a paper)."""
-        if not name or _PRONOUN.fullmatch(name):  # "related to ?", or "to it" with no answer before it
+        if not name or question_wording.is_pronoun(name):  # "related to ?", or "to it" with no answer before it
             answer = Answer(question=question, answer=NAME_THE_PAPER, mode="extractive", abstained=True,
                             citations=[], sources=[], notices=notices, answer_type="related",
                             timings={"total_ms": _ms(started, time.perf_counter())})
@@ -874,14 +871,14 @@ class Engine:
         except PaperNotFound:
             return None
         title = set(plain(paper.title or paper.label).split())
-        if not (paper.paper_id == name or re.search(r"[A-Z0-9]", name)
+        if not (paper.paper_id == name or question_wording.written_as_name(name)
                 or len(set(plain(name).split()) & title) >= len(title) / 2):
             return None
         return paper
 
     def _names_paper(self, name: str) -> bool:
         """Whether "related to `name`" is answered by `_related` (a paper, or a request to name one)."""
-        return not name or bool(_PRONOUN.fullmatch(name)) or self._named_paper(name) is not None
+        return not name or question_wording.is_pronoun(name) or self._named_paper(name) is not None
 
     def _topics(self, question: str, intent: Intent, notices: list[str], started: float
                 ) -> Iterator[Delta | Answer]:
@@ -906,7 +903,7 @@ class Engine:
         filters = Filters(tuple(decisions) or tuple(intent.decisions), author or intent.author,
                           tuple(name for name, mine, theirs in given if theirs and not mine))
         return Plan(intent, search, focus, filters, fallback, query if query != question else "", rewrite, asked,
-                    nothing_before)
+                    nothing_before, question_wording.read(search, asked, intent.asks))
 
     def _rewrites(self, plan: Plan) -> bool:
         """Whether a question is rewritten for retrieval by the LLM (`rag.generation.rewrite`): with `llm_rewrite` on,
@@ -977,6 +974,7 @@ class Engine:
             return None
         found = self.retriever.retrieve(search, RetrievalParams.from_settings(self.settings))
         found.asked = intent.query if zh.has_chinese(intent.query) else ""
+        found.wording = question_wording.read(search, found.asked)
         return found
 
     def _leans(self, alone: Retrieval | None, focus: list[str], record: bool = False) -> bool:

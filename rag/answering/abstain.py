@@ -24,16 +24,16 @@ three sub-tasks does RMP-SAM perform in real time?" p 0.47), and answered figure
 (corpus_figures answered 0.022 -> 0.244). Cross-validated over the 787 dev questions (eval/gate_cv.py), cost: the
 gate before 327.0, refit 307.0, with a `named_match` feature 282.5, with the named copies 272.2.
 
-Figure questions ("What learning rate was used in X?", "How many GPUs did X need?") are on topic by construction:
-they name a real paper, so every retrieval signal says "covered". What tells them apart is the asked quantity
-itself: `asked_quantity` takes the words right after "how many / what / which ..." ("learning rate", "GPU hours",
-"teachers"), and two features read the top paper for them: `quantity_missing` (the share of those words its title
-and abstract lack: an abstract that never says "learning rate" cannot give one) and `quantity_number` (one of them
-stands within a few words of a number, digits or "eight": "56 teachers", "a score of only 18.4%"). An abstract
-that mentions the quantity without a figure ("we tune the learning rate") gives 1 / 0: still no answer. A
-quantity also counts under the names abstracts give it (ALIASES: "bitrate" as "4 kbit/s", "faster" as "2.3x",
-"accuracy" as a percentage): with them, false refusals on corpus_heldout_v2 (read, so a dev set since) went
-0.100 -> 0.075 at the same 0.836 refused on corpus_none_v3 + corpus_figures_v2.
+Figure questions ("What learning rate was used in X?", "How many GPUs did X need?") are on topic by construction: they
+name a real paper, so every retrieval signal says "covered". What tells them apart is the asked quantity itself:
+`rag.query.wording.asked_quantity` takes the words right after "how many / what / which ..." ("learning rate", "GPU
+hours", "teachers"), and two features read the top paper for them: `quantity_missing` (the share of those words its
+title and abstract lack: an abstract that never says "learning rate" cannot give one) and `quantity_number` (one of
+them stands within a few words of a number, digits or "eight": "56 teachers", "a score of only 18.4%"). An abstract
+that mentions the quantity without a figure ("we tune the learning rate") gives 1 / 0: still no answer. A quantity
+also counts under the names abstracts give it (ALIASES: "bitrate" as "4 kbit/s", "faster" as "2.3x", "accuracy" as a
+percentage): with them, false refusals on corpus_heldout_v2 (read, so a dev set since) went 0.100 -> 0.075 at the same
+0.836 refused on corpus_none_v3 + corpus_figures_v2.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ import json
 import math
 import re
 from importlib import resources
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -49,6 +50,7 @@ import numpy as np
 from rag.answering import reader
 from rag.errors import RagError
 from rag.query import zh
+from rag.query.wording import WORD as _WORD
 from rag.search.retrieve import Retrieval, tokenize
 from rag.store.index import StoredPaper
 
@@ -58,14 +60,6 @@ from rag.store.index import StoredPaper
 FEATURE_HITS = 5
 RARE_SHARE = 0.01  # a term in at most this share of the papers is "rare"
 MIN_PAPERS = 1000  # the learned gate applies to collections at least this large (it was fitted on 2,114 papers)
-# A question asking for a specific figure: "how many", "what learning rate", "which GPU", "exact", ...
-FIGURE = re.compile(
-    r"\bhow (?:many|much|long|large|big|fast)\b|\bexact(?:ly)?\b|\bprecise(?:ly)?\b|\bwhat (?:was |is |were |are )?"
-    r"(?:the )?(?:\w+[ -]){0,3}(?:rate|size|values?|number|count|length|ratio|budget|temperature|score|fid|error|"
-    r"cost|time|hours?|seeds?|epochs?|steps?|parameters?|resolution|strength|accuracy|percentage|factor|threshold|"
-    r"coefficient|dimension|speedup|latency|throughput|bitrate|auc|miou|psnr|bleu|rmse|perplexity)\b|"
-    r"\bwhich (?:\w+[ -]){0,2}(?:gpus?|hardware|scanner|temperature|values?|version|licen[cs]e|checkpoint|"
-    r"optimizer|simulator)\b|\bnumber of\b", re.IGNORECASE)
 _DIGIT = re.compile(r"\d")
 
 FEATURES = [
@@ -81,9 +75,9 @@ FEATURES = [
     "rare_missing",      # rare terms of the question missing from the top paper, over the question's terms
     "asks_figure",       # the question asks for a specific figure
     "figure_support",    # ... and the top paper has a sentence with a digit and the question's terms (share)
-    "quantity_missing",  # share of the asked quantity's words (asked_quantity) the top paper does not contain
+    "quantity_missing",  # share of the asked quantity's words (`Wording.quantity`) the top paper does not contain
     "quantity_number",   # 1 if one of them stands within NEAR words of a number in the top paper's abstract
-    "detail_missing",    # share of the question's details (DETAIL: names, numbers) the top paper does not contain
+    "detail_missing",    # share of the question's details (`Wording.details`: names, numbers) the top paper lacks
 ]
 # Two kinds of question in one model: one that names what it asks about, a rare name the top paper contains
 # (`Retrieval.named_match`: "RMP-SAM"), and one that describes it. Each base feature gets a copy that is its value
@@ -118,60 +112,10 @@ READER_FEATURES = ["reader_missing", "reader_rare_min", "reader_number"]
 _READ_AT = [reader.FEATURES.index(name) for name in READER_FEATURES]
 assert "reader_second" not in READER_FEATURES  # features() reads the top paper alone
 FEATURES = [*RETRIEVAL_FEATURES, *READER_FEATURES]
-# A detail a question names, which the paper that answers it must mention: a word capitalised in mid-sentence
-# ("problems written in Spanish", "on ImageNet", "applied to CT scans") or a word with a digit ("3D", "GPT-4").
-# Near misses about a real paper describe it in other words, then ask for such a detail it lacks; an answerable
-# description mostly names none (detail_missing on describe_dev: 0.42 near misses, 0.13 answerable). Added to a gate
-# fitted with the dev questions, it took the cross-validated cost from 64.7 to 54.2 (eval/DECISIONS.md).
-DETAIL = re.compile(r"(?<=[\w,;:] )[A-Z][\w-]*|\b\w*\d[\w.-]*")
-# The words of the asked quantity: after the question word, up to the first verb, preposition or conjunction;
-# "What is X's RMSE" skips to after the possessive.
-_ASK = re.compile(r"\b(?:how (?:many|much|long|large|big|fast)|what|which)\b(.*)", re.IGNORECASE)
-_LEAD = {"is", "was", "are", "were", "the", "a", "an", "exact", "exactly", "precise", "precisely", "total", "more",
-         "specific", "value", "values", "number", "kind", "type", "of"}
-_STOP = {"does", "do", "did", "is", "was", "are", "were", "has", "have", "had", "can", "could", "would", "will",
-         "should", "in", "on", "for", "of", "to", "with", "by", "from", "at", "over", "after", "before", "under",
-         "across", "per", "when", "and", "or", "that", "than", "it", "they", "this", "its", "their", "the", "use"}
-_WORD = re.compile(r"\d+(?:[.,]\d+)*%?|[^\W\d_][\w'’-]*")
 NUMBER_WORDS = {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
                 "twenty", "thirty", "fifty", "hundred", "hundreds", "thousand", "thousands", "million", "millions",
                 "billion", "billions", "dozen", "dozens", "half", "twice", "double", "triple", "single"}
 NEAR = 4  # words between a quantity word and a number
-# FORM_FEATURES' patterns. A search ("Is there work ...", "Has anyone ...") asks whether the work exists, so it is no
-# yes/no question about a paper here; an extension marker is a word that takes the described work further, or a
-# past participle of trying it somewhere; the tail is what follows such a marker, or an example ("such as ...").
-_YES_NO = re.compile(r"^\W*(?:has|have|does|do|did|were|was|is|are|can|could|would|will)\b", re.IGNORECASE)
-_SEARCH = re.compile(r"^\W*(?:is there|are there|has anyone|have any|has there|does any|do any|is anyone|are any)\b",
-                     re.IGNORECASE)
-_EXTENSION = re.compile(r"\b(?:also|still|as well|beyond|carr(?:y|ies) over|holds? (?:for|up)|(?:been|be|was|were|"
-                        r"gets?|got) (?:\w+ )?(?:applied|tested|used|tried|evaluated|checked|extended|run|validated|"
-                        r"compared|measured|shown|deployed|trained|adapted|ported))\b", re.IGNORECASE)
-_TAIL = re.compile(r"\b(?:also|still|applied to|tested on|used (?:on|for|to)|tried on|evaluated on|checked on|"
-                   r"extended to|run on|validated on|compared (?:with|to|against)|measured on|deployed (?:on|in)|"
-                   r"trained on|adapted to|beyond|such as|for example|like|including|includes?|covers?|holds? for)"
-                   r"\b(.*)$", re.IGNORECASE)
-
-
-def asked_quantity(question: str) -> list[str]:
-    """The words naming what a figure question asks for ("What learning rate was used in X?" -> learning, rate;
-    "How many GPUs did X need?" -> GPUs); [] when the question asks for none."""
-    m = _ASK.search(question)
-    if not m:
-        return []
-    words = [w for w in _WORD.findall(m.group(1)) if not w[0].isdigit()]
-    while words and words[0].lower() in _LEAD:
-        words = words[1:]
-    out: list[str] = []
-    for w in words:
-        if w.lower() in _STOP or (out and w.lower().endswith("ed")):  # "How many annotators labelled ..."
-            break
-        if w.endswith(("'s", "’s")):  # "What is X's RMSE": the owner is the paper, the quantity follows
-            out = []
-            continue
-        out.append(w)
-    return out[:4]
-
-
 # What a quantity is called in an abstract when a question names it otherwise ("What bitrate ...?" against "at
 # 4 kbit/s", "How much faster ...?" against "a 2.3x speedup"): question word -> the abstract's words for it. "%"
 # stands for a number written with a percent sign, "x" for a factor ("2.3x", "3×"). Kept to units and plain
@@ -203,10 +147,10 @@ def _is_form(word: str, stems: list[str], forms: set[str]) -> bool:
         "x" in forms and bool(_FACTOR.match(word)))
 
 
-def _quantity_features(question: str, paper: StoredPaper | None) -> tuple[float, float]:
+def _quantity_features(quantity: Sequence[str], paper: StoredPaper | None) -> tuple[float, float]:
     """(share of the asked quantity's stems missing from the paper, under their own name or an ALIASES name;
     1 if one of them sits within NEAR words of a number)."""
-    asked = {t for words in tokenize(asked_quantity(question)) for t in words}
+    asked = {t for words in tokenize(list(quantity)) for t in words}
     if not asked or paper is None:
         return 0.0, 0.0
     words = _WORD.findall(paper.abstract if paper.has_abstract else "")
@@ -227,10 +171,10 @@ def _near_number(words: list[str], stems: list[list[str]], forms: dict[str, set[
     return any(abs(i - j) <= NEAR for i in named for j in numbers)
 
 
-def gives_quantity(question: str, sentence: str) -> bool:
+def gives_quantity(quantity: Sequence[str], sentence: str) -> bool:
     """Whether a sentence gives the figure a question asks for: a number within NEAR words of the asked
     quantity's name or an ALIASES name ("How many parameters ...?" against "... up to 2.4 billion parameters")."""
-    asked = {t for words in tokenize(asked_quantity(question)) for t in words}
+    asked = {t for words in tokenize(list(quantity)) for t in words}
     words = _WORD.findall(sentence)
     if not asked or not words:
         return False
@@ -251,20 +195,20 @@ def features(retrieval: Retrieval) -> np.ndarray:
     rare_limit = max(2, RARE_SHARE * retrieval.corpus_size)
     unknown = sum(1 for t in terms if df.get(t, 0) == 0)
     rare_missing = sum(1 for t in terms if 0 < df.get(t, 0) <= rare_limit and t not in top1)
-    asks = bool(FIGURE.search(retrieval.question))
+    asks = retrieval.wording.figure
     support = 0.0
     if asks and hits and hits[0].paper.has_abstract:
         sentences = [s for s in re.split(r"(?<=[.!?])\s+", hits[0].paper.abstract) if _DIGIT.search(s)]
         for words in tokenize(sentences) if sentences else []:
             support = max(support, len(terms & set(words)) / n)
-    details = [t for t in tokenize(DETAIL.findall(retrieval.question)) if t] if hits else []
+    details = [t for t in tokenize(list(retrieval.wording.details)) if t] if hits else []
     missing_details = sum(1 for d in details if not top1.intersection(d)) / len(details) if details else 0.0
     base = np.array([
         retrieval.confidence, dense[0], dense[0] - dense[1], bm25[0] / n,
         (bm25[0] - bm25[1]) / bm25[0] if bm25[0] > 0 else 0.0,
         len(terms & top1) / n, len(terms & union) / n, unknown / n, float(unknown > 0), rare_missing / n,
         float(asks), support,
-        *(_quantity_features(retrieval.question, hits[0].paper if hits else None) if asks else (0.0, 0.0)),
+        *(_quantity_features(retrieval.wording.quantity, hits[0].paper if hits else None) if asks else (0.0, 0.0)),
         missing_details,
     ], dtype=np.float64)
     named = float(bool(retrieval.named_match))
@@ -287,15 +231,10 @@ def form_features(retrieval: Retrieval, top1: set[str]) -> list[float]:
 
 
 def question_form(retrieval: Retrieval) -> tuple[bool, bool, str]:
-    """(a yes/no question about a work, an extension marker, the tail: what it asks beyond the work), read from the
-    question's words; a Chinese question, searched by its English terms, from the Chinese (`zh.form`)."""
-    if zh.has_chinese(retrieval.asked):
-        chinese = zh.form(retrieval.asked)
-        return chinese.yes_no, chinese.extension, chinese.tail
-    question = retrieval.question
-    tail = _TAIL.search(question)
-    return (bool(_YES_NO.search(question)) and not _SEARCH.search(question), bool(_EXTENSION.search(question)),
-            tail.group(1) if tail else "")
+    """(a yes/no question about a work, an extension marker, the tail: what it asks beyond the work), as
+    `rag.query.wording` read them from the question's words (a Chinese question's from its Chinese)."""
+    wording = retrieval.wording
+    return wording.yes_no, wording.extension, wording.tail
 
 
 def asked_beyond(retrieval: Retrieval) -> float:

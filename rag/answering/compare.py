@@ -26,13 +26,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rag.config import AnswerPolicy
+from rag.query import framing
 from rag.text import tokenize
 from rag.search.retrieve import Retrieval
 
 # SIDE_DEPTH, TITLE_COVER, STRONG_DEPTH and what a rare name is: `AnswerPolicy` (rag/config.py).
-# Words that say "a paper / a method" rather than which one ("the sharpness-aware fine-tuning approach").
-_GENERIC = set(tokenize(["paper papers work approach approaches method methods framework technique proposed "
-                         "propose one new"])[0])
 
 
 def side_papers(retrieval: Retrieval, sides: Sequence[str], policy: AnswerPolicy) -> list[int]:
@@ -46,7 +44,7 @@ def side_papers(retrieval: Retrieval, sides: Sequence[str], policy: AnswerPolicy
     rare_limit = policy.rare_limit(retrieval.corpus_size)
     chosen: list[int] = []
     for terms in tokenize(list(sides)):
-        content = set(terms) - _GENERIC
+        content = set(terms) - framing.SIDE_GENERIC
         if not content or any(retrieval.term_df.get(t) == 0 for t in content):
             return []  # a term no paper contains ("the Brackenridge reward model"): the collection lacks that side
         rare = {t for t in content if 0 < retrieval.term_df.get(t, 0) <= rare_limit}

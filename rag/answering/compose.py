@@ -285,7 +285,8 @@ def _extractive_answer(answer: Answer, retrieval: Retrieval, settings: Settings,
                              whole_list, single_paper=focused or bool(retrieval.named_match), compared=sides,
                              follow_up=focused, asks=intent.asks, lang=lang, topic=list_topic(intent, lang),
                              shown=limit, kinds=tuple(answer.filters.decisions)
-                             if answer.listed and "decisions" not in answer.filters.widened else ())
+                             if answer.listed and "decisions" not in answer.filters.widened else (),
+                             topic_verb=intent.topic_verb)
     by_n = {s.n: s for s in answer.sources}
     if answer.llm_no_answer and cited:
         answer.conclude("unsure")

@@ -8,10 +8,10 @@ sit in the contribution sentence (24 of 68 such facts on eval/questions/types_de
 (32 more), while the sentences scoring best against the question are often those restating it (the opening) or
 the results ("Experiments show that X outperforms ..."), which repeat its words.
 
-The passage says what a paper does, not its numbers, so the sentence that best matches the question joins it
-when the question asks for a figure (`rag.answering.abstain.FIGURE`: the best sentence with a number in it) or for
-results (ASKS_RESULTS), the question's names masked first ("What is Time-MoE?" asks for no time); or when that sentence
-leads the passage's best by BEST_LEAD and holds a word of the question the passage lacks ("X is a
+The passage says what a paper does, not its numbers, so the sentence that best matches the question joins it when the
+question asks for a figure (`rag.query.wording.FIGURE`: the best sentence with a number in it) or for results
+(`rag.query.wording.ASKS_RESULTS`), the question's names masked first ("What is Time-MoE?" asks for no time); or when
+that sentence leads the passage's best by BEST_LEAD and holds a word of the question the passage lacks ("X is a
 state-of-the-art solution" does not join on the strength of the name alone).
 
 Measured (answer facts; characters): on types_dev2's 40 explain questions (written for this, 2026-12-01) 0.487
@@ -24,35 +24,36 @@ many parameters does Time-MoE scale to?" without its "2.4 billion"). Did worse o
 sentence (0.66-0.69); a 4-sentence passage states more (0.775 at 778 characters, half an abstract), 2 sentences
 less (0.600 at 474); joining the best sentence every time 0.713 at 747 characters.
 
-**A which question** ("Which three sub-tasks does RMP-SAM perform?", "Which simple debiasing method ...?", "What
-kinds of prefixes ...?", ASKS_WHICH) asks for things by name, and the sentence that lists or names them ("It
-contains three fundamental sub-tasks: A, B, and C."; "As a debiasing method ..., we revisit feature normalization")
-is often neither the contribution nor the best match: "We analyze why this simple method is effective" matches
-better and names nothing. So, whichever way the sentences were chosen, the first quoted paper's sentence that best
-lists or names what is asked (`with_named`: the asked words side by side, a list or a naming word, the asked
-number) joins them when no quoted one does, with the sentence before it when it starts "It" / "This" (issue 29
-item 5). On the dev sets (describe_dev, types_dev, types_dev2, types_dev3, seeds_dev: 282 questions with facts) it
-changes no answer: none of them asks this way and misses the fact; "what X" in general ("What guarantees does
-uniINF achieve?") made three answers 300 characters longer with no fact gained, so only "what kinds / types of",
-"what are the", "what N" count.
+**A which question** ("Which three sub-tasks does RMP-SAM perform?", "Which simple debiasing method ...?", "What kinds
+of prefixes ...?", `rag.query.wording.ASKS_WHICH`) asks for things by name, and the sentence that lists or names them
+("It contains three fundamental sub-tasks: A, B, and C."; "As a debiasing method ..., we revisit feature
+normalization") is often neither the contribution nor the best match: "We analyze why this simple method is effective"
+matches better and names nothing. So, whichever way the sentences were chosen, the first quoted paper's sentence that
+best lists or names what is asked (`with_named`: the asked words side by side, a list or a naming word, the asked
+number) joins them when no quoted one does, with the sentence before it when it starts "It" / "This" (issue 29 item
+5). On the dev sets (describe_dev, types_dev, types_dev2, types_dev3, seeds_dev: 282 questions with facts) it changes
+no answer: none of them asks this way and misses the fact; "what X" in general ("What guarantees does uniINF
+achieve?") made three answers 300 characters longer with no fact gained, so only "what kinds / types of", "what are
+the", "what N" count.
 
-**The asked figure, cause or remedy, from the best-ranked paper** (`with_top_asked`, one paper or several): a
-description-style question often asks for a number ("How often does it find the best route?", ASKS_FIGURE beside the
-gate's FIGURE), a cause ("Why do ...?", ASKS_WHY: the sentence saying so, CAUSE) or a remedy or mechanism ("... and
-what method spreads them out?", "How can X cope with Y?", ASKS_REMEDY: the contribution sentence, PROPOSE), and the
-answer quoted several papers' best matches, or one paper's passage, without it. The best-ranked quoted paper's
-sentence holding it joins them, unless a quoted one already does; a later sentence's capitalised first word ("...
-search? What pass rate ...?") is not masked as a name. Measured (extractive, answered questions, facts stated) on the
-read describe sets (describe_dev, describe_heldout, describe_final..final9: 696 answerable questions with facts,
-2,114 papers, 2026-12-04, twelfth session): result 0.517 -> 0.684 (87), why 0.522 -> 0.628 (52), how 0.611 -> 0.632
-(72), all 0.655 -> 0.692; 35 questions gained a fact, none lost one; no change on types_dev, types_dev3, seeds_dev
-and corpus_heldout_v2, types_dev2 0.767 -> 0.775; answers 20-30 characters longer on average.
-A question in Chinese is searched by its English terms, which drop its question words (多少, 为什么, 如何), so
-`rag.answering.extractive.explained` reads these patterns on the terms with `Intent.asks` ("how much", "why", "how
-can") in front (read describe sets, 99 Chinese questions: facts 0.705 -> 0.710, one question up, none down). A
-figure is a number standing alone or with its unit (_FIGURE_NUMBER), not a digit inside a name ("GPT-4o", "3D"):
-with both, facts over the 824 read-set questions 0.703 -> 0.704, 4 up and 2 down (two answers had held their fact
-by quoting a sentence whose only "number" was in a name, "GSM8K"); thirteenth session.
+**The asked figure, cause or remedy, from the best-ranked paper** (`with_top_asked`, one paper or several; the
+patterns are `rag.query.wording`'s, read once into `Wording.asks`): a description-style question often asks for a
+number ("How often does it find the best route?", ASKS_FIGURE beside the gate's FIGURE), a cause ("Why do ...?",
+ASKS_WHY: the sentence saying so, CAUSE) or a remedy or mechanism ("... and what method spreads them out?", "How can X
+cope with Y?", ASKS_REMEDY: the contribution sentence, PROPOSE), and the answer quoted several papers' best matches,
+or one paper's passage, without it. The best-ranked quoted paper's sentence holding it joins them, unless a quoted one
+already does; a later sentence's capitalised first word ("... search? What pass rate ...?") is not masked as a name.
+Measured (extractive, answered questions, facts stated) on the read describe sets (describe_dev, describe_heldout,
+describe_final..final9: 696 answerable questions with facts, 2,114 papers, 2026-12-04, twelfth session): result 0.517
+-> 0.684 (87), why 0.522 -> 0.628 (52), how 0.611 -> 0.632 (72), all 0.655 -> 0.692; 35 questions gained a fact, none
+lost one; no change on types_dev, types_dev3, seeds_dev and corpus_heldout_v2, types_dev2 0.767 -> 0.775; answers
+20-30 characters longer on average. A question in Chinese is searched by its English terms, which drop its question
+words (多少, 为什么, 如何), so `rag.answering.extractive.explained` reads what they ask on the terms with
+`Intent.asks` ("how much", "why", "how can") in front (`Wording.asks_in_english`) (read describe sets, 99
+Chinese questions: facts 0.705 -> 0.710, one question up, none down). A figure is a number standing alone or with its
+unit (_FIGURE_NUMBER), not a digit inside a name ("GPT-4o", "3D"): with both, facts over the 824 read-set questions
+0.703 -> 0.704, 4 up and 2 down (two answers had held their fact by quoting a sentence whose only "number" was in a
+name, "GSM8K"); thirteenth session.
 
 **Otherwise** (several papers, a paper with no contribution sentence, or a follow-up about the previous answer's
 paper, which asks for something specific), sentences are scored against the question by `rag.search.retrieve` (cosine +
@@ -73,8 +74,9 @@ from __future__ import annotations
 import re
 
 from rag.text import tokenize
-from rag.search.retrieve import Retrieval, ScoredSentence, name_words
-from rag.answering.abstain import FIGURE, gives_quantity
+from rag.query.wording import Wording
+from rag.search.retrieve import Retrieval, ScoredSentence
+from rag.answering.abstain import gives_quantity
 
 OWN_WORK = 0.10  # bonus of a sentence stating the authors' own work
 OPENING = 0.10  # penalty of the abstract's first sentence when it does not
@@ -89,27 +91,10 @@ _FIGURE_NUMBER = re.compile(r"(?<![\w-])\d+(?:[.,]\d+)*(?:\s*(?:%|×|x\b|[KMB]\b
 _ENUMERATOR = re.compile(r"^\s*\(?\d{1,2}[).]\s")
 PASSAGE = 3  # sentences of a one-paper explanation: the contribution sentence and those after it
 BEST_LEAD = 0.08  # ... and the question's best match, when it scores this much above the passage's best
-# A question asking for what a paper found or how it was evaluated: its best match joins the passage, and results
-# sentences are not marked down.
-ASKS_RESULTS = re.compile(r"\b(?:results?|findings?|find|found|show(?:s|ed|n)?|perform(?:s|ed|ance)?|how\s+well|"
-                          r"evaluat\w*|datasets?|benchmarks?|experiments?|outperform\w*|compar\w*|accura\w*|"
-                          r"speed-?ups?|improv\w*)\b", re.IGNORECASE)
-# Asking for a figure in words the gate's FIGURE (a fitted feature, left as fitted) does not list: "How often does
-# it find the best route?", "How small a fraction was enough?", "What attack success does it reach?".
-ASKS_FIGURE = re.compile(r"\bhow\s+(?:often|small|low|high|close|good|accurate|far|quickly|few|many\s+fewer)\b|"
-                         r"\bby\s+how\s+much\b|\bwhat\s+(?:\w+\s+){0,2}(?:fraction|share|proportion|percent\w*|"
-                         r"success|gains?|speed-?ups?|win\s+rate|pass@\w+)\b", re.IGNORECASE)
-# A question asking why, and the sentence that gives a cause ("We attribute this problem to ...", "these issues arise
-# from ...", "... can be traced back to ...").
-ASKS_WHY = re.compile(r"\bwhy\b|\bwhat\s+(?:causes?|explains?|drives?|makes?)\b|\bthe\s+reason\b", re.IGNORECASE)
+# The sentence that gives a cause ("We attribute this problem to ...", "these issues arise from ...", "... can be
+# traced back to ..."), for a question asking why (`rag.query.wording.ASKS_WHY`).
 CAUSE = re.compile(r"\b(?:because|due\s+to|arises?\s+from|stems?\s+from|caused\s+by|attribut\w*|traced?\s+back|"
                    r"leads?\s+to|results?\s+from|explains?|the\s+reason|owing\s+to|root\s+cause)\b", re.IGNORECASE)
-# A question asking what fixes or avoids something ("... and what method spreads them out?", "how can that be
-# avoided?"): the best-ranked paper's contribution sentence (PROPOSE) answers it.
-ASKS_REMEDY = re.compile(r"\bwhat\s+(?:\w+\s+){0,2}(?:fix(?:es)?|method|rule|remed\w*|solution|should)\b|"
-                         r"\bhow\s+can\s+(?:\w+\s+){0,6}(?:be\s+)?(?:avoided|fixed|changed|cut|reduced|removed|"
-                         r"prevented|mitigated|addressed|corrected)\b|"
-                         r"\bhow\s+(?:can|could|do|does|did|to|might|would|should|is|are)\b", re.IGNORECASE)
 _OWN = re.compile(r"\b(?:we|our|ours|us)\b|\bthis\s+(?:paper|work|study|article)\b|\bhere,?\s+we\b", re.IGNORECASE)
 PROPOSE = re.compile(r"\b(?:we|this\s+(?:paper|work))\s+(?:\w+\s+)?"
                      r"(?:propose|introduce|present|develop|design|call|name|term)\w*\b", re.IGNORECASE)
@@ -138,20 +123,6 @@ def passage(retrieval: Retrieval, paper_index: int, candidates: list[ScoredSente
 # "of", ...). Any other "what X" ("What guarantees does uniINF achieve?", "What is the main idea of StartGrad?")
 # asks what the passage already says: on types_dev2 and seeds_dev, three such answers grew by 300 characters each
 # and gained no fact.
-_ENDS_ASKED = (r"(?:does|do|did|is|are|was|were|can|could|has|have|had|will|would|should|of|in|for|to|on|by|with|"
-               r"from|that|which|they|it|its|their|the|this|these|used|make|makes|made)\b")
-ASKS_WHICH = re.compile(
-    r"(?:^|[,;:]\s*)(?:and\s+|so\s+|then\s+)?(?:which\s+(?:(?:are|were|is|was)\s+the\s+)?|what\s+(?:(?:are|were)\s+the\s+"
-    r"|(?=(?:kinds?|types?|sorts?|forms?|classes|families|categories)\s+of\s|(?:\d+|two|three|four|five|six|seven|"
-    r"eight|nine|ten)\s)))"
-    rf"(?!{_ENDS_ASKED})"
-    r"(?P<asked>(?:(?:kinds?|types?|sorts?|forms?|classes|families|categories)\s+of\s+)?(?:[\w-]+\s+){0,3}?[\w-]+?)"
-    rf"(?=\s+{_ENDS_ASKED})", re.IGNORECASE)
-# ... or, when no such word ends them within four words, the verb that does ("Which simple debiasing method reduces
-# camera bias?"): taken only then, since "three" in "which three sub-tasks" ends in no verb.
-_ASKS_WHICH_VERB = re.compile(ASKS_WHICH.pattern.rsplit("(?=", 1)[0] + r"(?=\s+\w+(?:s|ed)\b)", re.IGNORECASE)
-_COUNTING = re.compile(r"(?:(\d+|two|three|four|five|six|seven|eight|nine|ten)|several|main|key|different|"
-                       r"(?:kinds?|types?|sorts?|forms?|classes|families|categories)\s+of)\s+", re.IGNORECASE)
 # A sentence that lists things ("three sub-tasks: A, B, and C"; "consisting of A, B and C") or names one ("a
 # setting called X", "namely X", "X, which ...").
 _LISTS = re.compile(r"[^,;:]+,[^,;:]+(?:,\s*)?\b(?:and|or)\b|:\s*\S+[^:]*,", re.IGNORECASE)
@@ -161,16 +132,13 @@ _NAMES = re.compile(r"\b(?:called|named|termed|dubbed|namely|coined|i\.e\.|such\
 _REFERS_BACK = re.compile(r"^(?:it|they|this|these|such)\b", re.IGNORECASE)
 
 
-def asked_things(question: str) -> tuple[list[str], str]:
+def asked_things(wording: Wording) -> tuple[list[str], str]:
     """The stemmed words of what a which / what question asks to be named, and the number it asks for ("three
-    sub-tasks" -> (["sub", "task"], "three")); ([], "") when it asks no such thing ("What does X propose?")."""
-    found = ASKS_WHICH.search(question) or _ASKS_WHICH_VERB.search(question)
-    if not found:
+    sub-tasks" -> (["sub", "task"], "three")); ([], "") when it asks no such thing ("What does X propose?"). Read
+    from the question's `Wording` (`rag.query.wording.asked_things`)."""
+    asked, number = wording.which, wording.which_number
+    if not asked:
         return [], ""
-    asked, number = found.group("asked"), ""
-    while (counted := _COUNTING.match(asked)) is not None:
-        number = number or (counted.group(1) or "")
-        asked = asked[counted.end():]
     words = tokenize([asked])[0]
     if not words or words[0] in _PAPERS:  # "Which papers use X?" asks for papers: a list (`rag.query.intent`)
         return [], ""
@@ -201,7 +169,7 @@ def with_named(retrieval: Retrieval, chosen: list[ScoredSentence], candidates: l
     quoted paper that best lists or names them (`names_asked`, then the score), when it is not quoted yet; with
     the sentence before it when it refers back ("It contains three sub-tasks: ..." says what "it" is only after
     the sentence naming it)."""
-    asked, number = asked_things(retrieval.question)
+    asked, number = asked_things(retrieval.wording)
     if not chosen or not asked:
         return chosen
     paper_index = chosen[0].paper_index
@@ -235,14 +203,14 @@ def with_asked(retrieval: Retrieval, chosen: list[ScoredSentence], candidates: l
     # Compared by text: `chosen` may hold `ranked`'s re-scored copies of `candidates`, which are not equal to them,
     # and a sentence already quoted must not be quoted twice.
     quoted = {s.text for s in chosen}
-    masked = _masked(retrieval.question)
-    if asks_figure(masked):  # the sentence giving the asked quantity, else the best one with a number
+    asks = retrieval.wording.asks
+    if asks.figure:  # the sentence giving the asked quantity, else the best one with a number
         numbers = [s for s in mine if states_figure(s.text)]
-        gives = [s for s in numbers if gives_quantity(retrieval.question, s.text)]
+        gives = [s for s in numbers if gives_quantity(asks.quantity, s.text)]
         if not numbers or any(s.text in quoted for s in gives):
             return chosen
         best = max(gives or [s for s in numbers if s.text not in quoted] or numbers, key=lambda s: s.score)
-    elif ASKS_RESULTS.search(masked):
+    elif asks.results:
         best = max(mine, key=lambda s: s.score)
     else:  # "What is Time-MoE?" asks nothing the passage leaves out: "Time-MoE is state-of-the-art" only repeats it
         scored = {s.text: s.score for s in ranked(retrieval, mine)}
@@ -259,23 +227,23 @@ def with_asked(retrieval: Retrieval, chosen: list[ScoredSentence], candidates: l
 def with_top_asked(retrieval: Retrieval, chosen: list[ScoredSentence], candidates: list[ScoredSentence]
                    ) -> list[ScoredSentence]:
     """`chosen` (one paper's or several papers' sentences) plus the best-ranked quoted paper's sentence holding what
-    the question asks: for a figure (`asks_figure`) the sentence giving it (`with_asked`), for a cause (ASKS_WHY)
+    the question asks (`Wording.asks`): for a figure the sentence giving it (`with_asked`), for a cause (ASKS_WHY)
     its best sentence with a causal phrase (CAUSE), for a remedy or mechanism (ASKS_REMEDY) its contribution
     sentence (PROPOSE); each unless a quoted sentence already holds it. "How fast does it render, and how long does
     building it take?" is about one paper even when the answer quotes three, and the best-ranked one is most often
     it."""
     if not chosen:
         return chosen
-    masked = _masked(retrieval.question)
+    asks = retrieval.wording.asks
     top = min(s.paper_index for s in chosen)
     mine = [s for s in chosen if s.paper_index == top]
     quoted = {s.text for s in chosen}
     added = []
-    if asks_figure(masked):
+    if asks.figure:
         added += [s for s in with_asked(retrieval, mine, candidates) if s.text not in quoted]
-    if ASKS_WHY.search(masked):
+    if asks.why:
         added += _first_of(candidates, top, CAUSE, quoted)
-    if ASKS_REMEDY.search(masked):
+    if asks.remedy:
         added += _first_of(candidates, top, PROPOSE, quoted)
     return chosen + added  # a sentence picked twice (a figure in the contribution) is quoted once: `explained` dedupes
 
@@ -308,7 +276,7 @@ def within_papers(retrieval: Retrieval, chosen: list[ScoredSentence],
 def ranked(retrieval: Retrieval, candidates: list[ScoredSentence] | None = None) -> list[ScoredSentence]:
     """`candidates` (default: `retrieval.sentences`, the top papers' sentences) re-scored as above, best first."""
     out = []
-    asks_results = bool(ASKS_RESULTS.search(_masked(retrieval.question)))
+    asks_results = retrieval.wording.asks.results
     for s in retrieval.sentences if candidates is None else candidates:
         own = bool(_OWN.search(s.text))
         opening = retrieval.hits[s.paper_index].paper.abstract.lstrip().startswith(s.text.strip()[:60])
@@ -319,23 +287,6 @@ def ranked(retrieval: Retrieval, candidates: list[ScoredSentence] | None = None)
     return sorted(out, key=lambda s: -s.score)
 
 
-def asks_figure(masked: str) -> bool:
-    """Whether a question (its names masked, `_masked`) asks for a figure: the gate's FIGURE or ASKS_FIGURE."""
-    return bool(FIGURE.search(masked) or ASKS_FIGURE.search(masked))
-
-
 def states_figure(text: str) -> bool:
     """Whether a sentence states a figure (_FIGURE_NUMBER), its list item's number (_ENUMERATOR) aside."""
     return bool(_FIGURE_NUMBER.search(_ENUMERATOR.sub("", text)))
-
-
-def _masked(question: str) -> str:
-    """`question` without the names it writes, sentence by sentence: the capitalised first word of a later
-    sentence is not a name ("... code search? What pass rate does it reach?" still asks for a figure)."""
-    names = {name for sentence in _SENTENCE_BREAK.split(question) for name in name_words(sentence.strip())}
-    for name in sorted(names, key=len, reverse=True):
-        question = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", " ", question)
-    return question
-
-
-_SENTENCE_BREAK = re.compile(r"(?<=[.?!])\s+")

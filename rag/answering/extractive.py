@@ -41,7 +41,6 @@ used over collections of 1,000+ papers only (fitted at that scale).
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from rag.config import Settings
@@ -198,8 +197,8 @@ def passage(retrieval: Retrieval, source: Source, settings: Settings, asks: str 
 def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], answer_type: str = "explain",
                asked_decision: str = "", whole_list: bool = False, single_paper: bool = False,
                compared: list[int] | None = None, follow_up: bool = False, asks: str = "",
-               lang: str = "en", topic: str = "", shown: int | None = None, kinds: tuple[str, ...] = ()
-               ) -> tuple[str, list[int]]:
+               lang: str = "en", topic: str = "", shown: int | None = None, kinds: tuple[str, ...] = (),
+               topic_verb: bool = False) -> tuple[str, list[int]]:
     """The answer the records and abstracts give, by question type (`rag.query.intent`), framed in `lang`
     (`rag.answering.wording`). Returns (text, cited numbers).
 
@@ -218,7 +217,8 @@ def extractive(retrieval: Retrieval, settings: Settings, sources: list[Source], 
             return which_decision(about, asked_decision, lang)
         return "\n".join(record_answer(answer_type, s, asked_decision, lang) for s in about), [s.n for s in about]
     if answer_type in ("list", "count", "compare"):
-        listed = listing(answer_type, retrieval, sources, settings, whole_list, compared, lang, topic, shown, kinds)
+        listed = listing(answer_type, retrieval, sources, settings, whole_list, compared, lang, topic, shown, kinds,
+                         topic_verb)
         if listed[1]:
             return listed
         # The collection covers the question (the gate let it through) but no single paper passes the bar on its
@@ -337,13 +337,6 @@ def members(retrieval: Retrieval, settings: Settings, whole_list: bool = False) 
 
 passes_bar = members  # the engine's name for it where a filter is widened (`rag.engine.Engine._retrieve`)
 
-_VERB = re.compile(r"^(?:use|uses|using|study|studies|propose|proposes|reduce|reduces|improve|improves|learn|learns|"
-                   r"generate|generates|evaluate|evaluates|benchmark|benchmarks|compress|compresses|attack|attacks|"
-                   r"address|addresses|tackle|tackles|train|trains|build|builds|detect|detects|apply|applies|handle|"
-                   r"handles|deal|deals|look|looks|locate|measure|make|makes|do|does|are|is|have|has|can|show|shows|"
-                   r"combine|combines|explore|explores|analy[sz]e|analy[sz]es|introduce|introduces)\b", re.I)
-
-
 def kinds_named(decisions: tuple[str, ...], n: int, lang: str = "en") -> str:
     """A filtered list's papers as its first line names them: "orals", "oral or spotlight papers"; "" unfiltered."""
     names = [kind_name(_decision_kind(d), lang) for d in decisions if _decision_kind(d)]
@@ -354,19 +347,20 @@ def kinds_named(decisions: tuple[str, ...], n: int, lang: str = "en") -> str:
     return " or ".join(names) + (" papers" if n != 1 else " paper")
 
 
-def topic_phrase(topic: str, lang: str = "en") -> str:
-    """How a list's first line names its topic: "on KV cache compression", "that reduce the memory of ..."."""
+def topic_phrase(topic: str, lang: str = "en", verb: bool = False) -> str:
+    """How a list's first line names its topic: "on KV cache compression", "that reduce the memory of ..." (`verb`:
+    the topic opens with a verb, `Intent.topic_verb`)."""
     topic = " ".join(topic.split()).strip(" ?.!,;:？。")
     if lang == "zh":
         return f"“{topic}”" if topic else ""
     if not topic:
         return ""
-    return f" that {topic}" if _VERB.match(topic) else f" on {topic}"
+    return f" that {topic}" if verb else f" on {topic}"
 
 
 def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], settings: Settings,
             whole_list: bool = False, compared: list[int] | None = None, lang: str = "en", topic: str = "",
-            shown: int | None = None, kinds: tuple[str, ...] = ()) -> tuple[str, list[int]]:
+            shown: int | None = None, kinds: tuple[str, ...] = (), topic_verb: bool = False) -> tuple[str, list[int]]:
     """One line per paper of the list: "• Title: the sentence that shows it belongs [n]." ("• Title [n] (oral)" for
     a count), the first `shown` of them (None: `list_shown`; 0: all) and then how many more there are; for a
     comparison, the papers its sides name (`compared`) if found. The first line says what was found in plain words
@@ -399,7 +393,7 @@ def listing(answer_type: str, retrieval: Retrieval, sources: list[Source], setti
         head = say("found", lang, n=n, papers=papers)
     else:
         head = say("on_topic", lang, n=n, papers=kinds_named(kinds, n, lang) or papers,
-                   topic=topic_phrase(topic, lang))
+                   topic=topic_phrase(topic, lang, topic_verb))
         orals = sum(_decision_kind(s.decision) == "oral" for s in passing)
         if answer_type == "count" and orals and orals < n and not kinds:
             head = head.rstrip(":：") + say("of_them", lang, k=orals, kinds=kind_name("oral", lang)
@@ -445,7 +439,7 @@ def explained(retrieval: Retrieval, settings: Settings, single_paper: bool = Fal
     question words (`Intent.asks`), read with its English search terms where the sentence holding the asked figure,
     cause or remedy is chosen."""
     ranked = retrieval.sentences  # the best sentences of the top papers, best first
-    if not _ASKS_FOR_CODE.search(retrieval.question):  # "Code is available at ..." answers only a question for it
+    if not retrieval.wording.asks_code:  # "Code is available at ..." answers only a question for it
         ranked = [s for s in ranked if not is_boilerplate(s.text)] or ranked
     quotable = ranked
     if not ranked or (paper is not None and not any(s.paper_index == paper for s in ranked)):
@@ -487,7 +481,9 @@ def explained(retrieval: Retrieval, settings: Settings, single_paper: bool = Fal
     one_paper = len({s.paper_index for s in chosen}) == 1 and not follow_up
     window = explain_order.passage(retrieval, chosen[0].paper_index, quotable) if one_paper else []
     chosen = window[:settings.max_answer_sentences] or explain_order.within_papers(retrieval, chosen, quotable)
-    asking = replace(retrieval, question=f"{asks} {retrieval.question}") if asks else retrieval
+    # With a Chinese question's English question words: what it asks as `rag.query.wording` read it with them.
+    asking = replace(retrieval, wording=replace(retrieval.wording, asks=retrieval.wording.asks_in_english)
+                     ) if asks else retrieval
     if one_paper:  # ... and the sentence holding the figure or result the question asks for, if not quoted yet
         chosen = explain_order.with_asked(asking, chosen, quotable)
     if not follow_up:  # the best-ranked paper's sentence giving an asked figure, cause or remedy
@@ -503,10 +499,6 @@ def explained(retrieval: Retrieval, settings: Settings, single_paper: bool = Fal
     return [s for paper_index in sorted({s.paper_index for s in chosen})
             for s in sorted((s for s in chosen if s.paper_index == paper_index),
                             key=lambda s: _sentence_position(retrieval, s))]
-
-
-_ASKS_FOR_CODE = re.compile(r"\b(?:code|github|repo|repository|implementation|website|project\s+page|link|url|"
-                            r"download|released?|open[- ]source[ds]?|available)\b", re.IGNORECASE)
 
 
 def leads(ranked: list[ScoredSentence], lead: float) -> bool:

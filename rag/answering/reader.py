@@ -22,7 +22,7 @@ Features (`FEATURES`, in order):
 - reader_missing: IDF-weighted mean MaxSim of the question's words the top paper does not contain as such
   (1.0 when it contains them all): a paraphrase is close, an absent detail is not;
 - reader_second: the best of reader_cover over the second paper, minus the top paper's;
-- reader_number: a figure is asked (abstain.FIGURE) and the best sentence holds a number;
+- reader_number: a figure is asked (`rag.query.wording.FIGURE`) and the best sentence holds a number;
 - missing_df: how common the rarest question term is that the top paper lacks (log df / log corpus size; 1.0
   when it lacks none): a term no or few papers contain is an absent topic.
 """
@@ -121,8 +121,6 @@ def features(retrieval: Any, model: Any = None, cache: dict | None = None, secon
 
 
 def _features(retrieval: Any, model: Any, cache: dict | None, second: bool) -> list[float]:
-    from rag.answering.abstain import FIGURE
-
     hits = retrieval.hits
     zeros = [0.0] * len(FEATURES)
     if not hits or not retrieval.terms:
@@ -167,5 +165,5 @@ def _features(retrieval: Any, model: Any, cache: dict | None, second: bool) -> l
     lacking = np.array([stems[j][0] not in top_terms for j in keep])
     reader_missing = float((weights[lacking] @ top[lacking]) / weights[lacking].sum()) if lacking.any() else 1.0
     over_second = float(weights @ maxsim(texts[1])) - cover if len(texts) > 1 else 0.0
-    number = float(bool(FIGURE.search(retrieval.question)) and bool(_NUMBER.search(best_text)))
+    number = float(retrieval.wording.figure and bool(_NUMBER.search(best_text)))
     return [cover, best_sentence, float(top[rarest].min()), reader_missing, over_second, number, missing_df]

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from collections.abc import Callable, Sequence
 
-from rag.query import zh
+from rag.query import framing, zh
 
 TYPES = ("authors", "decision", "link", "count", "topics", "related", "list", "compare", "explain")
 
@@ -202,9 +202,6 @@ def comparison_sides(text: str) -> list[str]:
     return []
 
 
-_GENERIC = set("""paper papers work works article articles study studies publication publications research what which
-did does has have had publish published present presented write wrote written the and for all any list show find
-give are there was were iclr about with from his her their its collection""".split())
 
 
 @dataclass(frozen=True)
@@ -225,6 +222,17 @@ class Intent:
     # What a question in Chinese asks for, in English question words ("…能快多少？" -> "how much", `zh.asked_words`):
     # its search terms are English and drop the question words, and the answer step reads asks in English.
     asks: str = ""
+    # The topic opens with a verb ("papers that use X" asked as "Which papers use X?"): a list's first line names it
+    # "that use X", not "on use X" (`rag.answering.extractive.topic_phrase`).
+    topic_verb: bool = False
+
+
+# The verbs a list's topic may open with (`Intent.topic_verb`).
+_VERB = re.compile(r"^(?:use|uses|using|study|studies|propose|proposes|reduce|reduces|improve|improves|learn|learns|"
+                   r"generate|generates|evaluate|evaluates|benchmark|benchmarks|compress|compresses|attack|attacks|"
+                   r"address|addresses|tackle|tackles|train|trains|build|builds|detect|detects|apply|applies|handle|"
+                   r"handles|deal|deals|look|looks|locate|measure|make|makes|do|does|are|is|have|has|can|show|shows|"
+                   r"combine|combines|explore|explores|analy[sz]e|analy[sz]es|introduce|introduces)\b", re.I)
 
 
 # "Which papers are related to X?", "papers similar to X", "what else is like X?": X's nearest papers. X is what
@@ -263,7 +271,8 @@ def parse(question: str, known_author: Callable[[str], bool] = lambda name: Fals
         kind = "list"  # "papers related to diffusion models": a topic, not a paper
     return Intent(type=kind, query=found["query"], decisions=decisions, author=author,
                   asked_decision=found["asked_decision"], has_topic=found["has_topic"], sides=found["sides"],
-                  fewest=bool(_FEWEST.search(question)), asks=zh.asked_words(question))
+                  fewest=bool(_FEWEST.search(question)), asks=zh.asked_words(question),
+                  topic_verb=bool(_VERB.match(" ".join(found["query"].split()).strip(" ?.!,;:？。"))))
 
 
 def _without_glue(text: str) -> str:
@@ -335,7 +344,7 @@ def _read(question: str, known_author: Callable[[str], bool]) -> dict:
             out["type"] = "list"  # "papers by Yoshua Bengio"
     query = " ".join(text.split()).strip(" ?.!,;:")
     words = [w for w in re.findall(r"[^\W\d_]{3,}", query.casefold())
-             if w not in _GENERIC and not re.search(r"[\u3400-\u9fff]", w)]  # Chinese: by `_without_glue`
+             if w not in framing.NOT_TOPIC and not re.search(r"[\u3400-\u9fff]", w)]  # Chinese: by `_without_glue`
     out["has_topic"] = bool(words) or bool(re.search(r"[\u3400-\u9fff]", _without_glue(query)))
     unchanged = query == " ".join(question.split()).strip(" ?.!,;:")
     out["query"] = query if re.search(r"\w{3,}|[\u3400-\u9fff]", query) and not unchanged else question

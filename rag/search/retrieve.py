@@ -69,6 +69,8 @@ from rag.store.mpnet_vectors import PaperVectors
 from rag.store.snapshot import Dense
 from rag.text import is_boilerplate, plain, split_sentences, tokenize, visible
 from rag.search.topical import coverage, key_term, names_all, topic_groups
+from rag.query import wording as question_wording
+from rag.query.wording import Wording, name_words
 
 LEXICAL_BONUS = 0.15  # weight of term overlap next to the cosine similarity when scoring sentences
 BOILERPLATE_PENALTY = 0.3  # "Code is available at https://..." (`rag.text.is_boilerplate`) answers no question
@@ -76,8 +78,6 @@ _MAX_ID_FILTER = 1000  # papers passed to Chroma as an id filter; more are filte
 CORPUS_FORMAT = 4  # version of the cached corpus (`HybridRetriever.refresh`): bump when what it holds changes
 SNIPPET_PAPERS = 3  # the top papers with abstracts whose sentences answer (the best one is the confidence)
 _WORD = re.compile(r"(?<![\w-])[\w][\w-]*")
-# A method or dataset name as users type it: CatVTON, BirdSet, Time-MoE, X-ALMA, TEAL, Scylla (not sentence-initial).
-_NAME = re.compile(r"(?<![\w-])(?:[A-Za-z]+[A-Z][\w-]*|[A-Z][A-Z0-9-]{2,}|[A-Z][a-z]+(?:-[A-Za-z0-9]+)*)(?![\w-])")
 
 
 @dataclass
@@ -94,6 +94,9 @@ class Hit:
     title_topic: bool = False  # its title holds every distinctive word of the question's topic (`topical.names_all`)
     key_in_title: bool = False  # its title holds the topic's key term (`topical.key_term`), a list's sign of "about"
     key_in_lead: bool = False  # ... or its first two sentences do (where an abstract says what the paper is about)
+
+
+_UNREAD = Wording()  # `Retrieval.wording` not given: read from its question
 
 
 @dataclass
@@ -123,6 +126,14 @@ class Retrieval:
     # The outcome the gate gave the whole pool before it was cut to its members (`rag.answering.extractive.decide`
     # returns it): the cut changes the margins the gate reads, not whether the collection covers the topic.
     decided: str = ""
+    # What the searched words ask for (`rag.query.wording`), read once: the engine sets its reading of the question
+    # (`Plan.wording`, with a Chinese question's text and asked words); otherwise `question` is read when the
+    # retrieval is made (the offline fits, tests).
+    wording: Wording = field(default=_UNREAD)
+
+    def __post_init__(self) -> None:
+        if self.wording is _UNREAD:
+            self.wording = question_wording.read(self.question)
 
     @property
     def confidence(self) -> float:
@@ -732,12 +743,6 @@ def distinct(sentences: list[ScoredSentence]) -> list[ScoredSentence]:
             seen.add(key)
             out.append(sentence)
     return out
-
-
-def name_words(text: str) -> list[str]:
-    """The name-like words of a question as users type them (CatVTON, Time-MoE, TEAL, Scylla), but not its first
-    word when that is merely capitalised ("What", "Which")."""
-    return [m.group(0) for m in _NAME.finditer(text) if m.start() > 0 or not m.group(0).istitle()]
 
 
 def _word_forms(word: str) -> list[str]:

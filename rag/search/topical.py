@@ -8,7 +8,7 @@ the share of the question's topic, weighted by how rare each word is in the coll
 title and abstract contain:
 
 - the question's terms are BM25's (stemmed, stop words dropped), minus words that only frame a question about
-  papers (SCAFFOLD: "papers", "study", "how many", ...);
+  papers (`rag.query.framing.SCAFFOLD`: "papers", "study", "how many", ...);
 - alternatives count once: "attack or build watermarks" needs "attack" or "build" (the rarer one's weight);
 - a word of the question that no paper contains has weight 0 (it cannot tell papers apart).
 
@@ -21,12 +21,9 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 
+from rag.query.framing import SCAFFOLD
 from rag.text import tokenize
 
-#: Words that frame a question about papers rather than name its topic (as BM25 stems them).
-SCAFFOLD = frozenset(t for words in tokenize([
-    "paper papers work works study studies research article articles publication how many number list which "
-    "what use uses using about exist existing any iclr 2025 propose proposes approach approaches"]) for t in words)
 _WORD = re.compile(r"[\w-]+")
 
 

@@ -18,6 +18,7 @@ import re
 
 from rag.answering.wording import KINDS_ZH, say
 from rag.config import DEFAULT_POLICY
+from rag.query import framing
 from rag.generation.cost import money
 from rag.text import BIDI_CONTROLS, first_sentence, link_label, readable, split_sentences, strip_bidi, tokenize
 from rag.web.i18n import words
@@ -99,16 +100,10 @@ def _esc(text: str) -> str:
     the card's own words after it)."""
     return html.escape(strip_bidi(str(text)))
 
-# Words of a question that say what kind of question it is rather than what it is about: never highlighted.
-_GENERIC = set(tokenize(["paper papers work works use used using make made method methods approach propose "
-                          "proposed study new show shown way there which what who whom whose how why where when "
-                          "does do did is are was were can could should would will any some about list find "
-                          "tell me give explain describe iclr 2025 model models"])[0])
-
 
 def highlight(text: str, question: str) -> str:
     """HTML-escaped `text` with the words that share a stem with the question's content terms in <mark>."""
-    terms = set(tokenize([question])[0]) - _GENERIC
+    terms = set(tokenize([question])[0]) - framing.NOT_HIGHLIGHTED
     out = []
     for piece in re.split(r"(\w[\w-]*)", text):
         if piece and re.match(r"\w", piece) and set(tokenize([piece])[0]) & terms:

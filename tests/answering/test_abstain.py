@@ -11,6 +11,7 @@ from helpers import COVERED, ROOT
 
 from rag.search.retrieve import RetrievalParams
 from rag.answering import abstain
+from rag.query import wording
 from rag.answering.extractive import decide, should_abstain
 from rag.evaluation.harness import load_questions, run
 
@@ -75,11 +76,11 @@ def test_eval_reports_each_set_with_the_baselines(seed_engine, tmp_path):
 
 
 def test_asked_quantity_names_what_a_figure_question_asks_for():
-    assert abstain.asked_quantity("What learning rate was used in 'Scylla'?") == ["learning", "rate"]
-    assert abstain.asked_quantity("How many GPU hours did it take to train DeepRTL?") == ["GPU", "hours"]
-    assert abstain.asked_quantity("How many annotators labelled the risk levels?") == ["annotators"]
-    assert abstain.asked_quantity("What is Air-DualODE's RMSE for PM2.5?") == ["RMSE"]
-    assert abstain.asked_quantity("Is there work on sparse autoencoders?") == []
+    assert wording.asked_quantity("What learning rate was used in 'Scylla'?") == ["learning", "rate"]
+    assert wording.asked_quantity("How many GPU hours did it take to train DeepRTL?") == ["GPU", "hours"]
+    assert wording.asked_quantity("How many annotators labelled the risk levels?") == ["annotators"]
+    assert wording.asked_quantity("What is Air-DualODE's RMSE for PM2.5?") == ["RMSE"]
+    assert wording.asked_quantity("Is there work on sparse autoencoders?") == []
 
 
 def test_quantity_features_read_the_top_paper_for_the_asked_quantity(seed_engine):
@@ -105,26 +106,32 @@ def test_a_quantity_the_abstract_gives_under_another_name_or_as_a_unit_counts_as
     def paper(abstract):
         return SimpleNamespace(abstract=abstract, has_abstract=True, title="A codec")
 
+    def quantity(question, paper):
+        return abstain._quantity_features(wording.asked_quantity(question), paper)
+
     codec = paper("Our codec reaches 4 kbit/s with better quality than prior codecs.")
-    assert abstain._quantity_features("Down to what bitrate does the codec go?", codec) == (0.0, 1.0)
+    assert quantity("Down to what bitrate does the codec go?", codec) == (0.0, 1.0)
     fast = paper("We obtain a 2.3x speedup over the baseline on long sequences.")
-    assert abstain._quantity_features("How much faster is it than the baseline?", fast) == (0.0, 1.0)
+    assert quantity("How much faster is it than the baseline?", fast) == (0.0, 1.0)
     accurate = paper("It improves the baseline by 4.1% on ImageNet.")
-    assert abstain.asked_quantity("How much more accurate is it on ImageNet?")[0] == "accurate"
-    assert abstain._quantity_features("How much more accurate is it on ImageNet?", accurate)[1] == 1.0
+    assert wording.asked_quantity("How much more accurate is it on ImageNet?")[0] == "accurate"
+    assert quantity("How much more accurate is it on ImageNet?", accurate)[1] == 1.0
     # No stand-in for a figure the abstract lacks: a learning rate is not a percentage.
-    assert abstain._quantity_features("What learning rate was used?", accurate) == (1.0, 0.0)
+    assert quantity("What learning rate was used?", accurate) == (1.0, 0.0)
 
 
 def test_a_sentence_gives_the_asked_quantity_only_with_a_number_next_to_its_name():
     from rag.answering.abstain import gives_quantity
 
+    def gives(question: str, sentence: str) -> bool:
+        return gives_quantity(wording.asked_quantity(question), sentence)
+
     question = "How many parameters does Time-MoE scale to?"
-    assert gives_quantity(question, "We scaled a time series foundation model up to 2.4 billion parameters.")
-    assert not gives_quantity(question, "It keeps the parameters of each expert small.")  # no number
-    assert not gives_quantity(question, "Evaluated on AlpacaEval 2.0 and MT-Bench.")  # a number, not the quantity
-    assert gives_quantity("How much faster is X?", "X decodes 2.3x faster than the baseline.")  # an alias
-    assert not gives_quantity("How does X work?", "X reaches 90% accuracy.")  # the question asks for no figure
+    assert gives(question, "We scaled a time series foundation model up to 2.4 billion parameters.")
+    assert not gives(question, "It keeps the parameters of each expert small.")  # no number
+    assert not gives(question, "Evaluated on AlpacaEval 2.0 and MT-Bench.")  # a number, not the quantity
+    assert gives("How much faster is X?", "X decodes 2.3x faster than the baseline.")  # an alias
+    assert not gives("How does X work?", "X reaches 90% accuracy.")  # the question asks for no figure
 
 
 def test_detail_missing_is_the_share_of_named_details_the_top_paper_lacks(seed_engine):
@@ -136,7 +143,7 @@ def test_detail_missing_is_the_share_of_named_details_the_top_paper_lacks(seed_e
         assert "RelCon" in retrieval.hits[0].paper.abstract
         return dict(zip(abstain.FEATURES, abstain.features(retrieval), strict=False))["detail_missing"]
 
-    assert abstain.DETAIL.findall("Was it tested on ImageNet with a 7B model, or in Spanish?") == [
+    assert wording.DETAIL.findall("Was it tested on ImageNet with a 7B model, or in Spanish?") == [
         "ImageNet", "7B", "Spanish"]
     assert detail("Is there a foundation model for motion from wrist accelerometry data?") == 0.0
     assert detail("Is there a RelCon accelerometry model trained on 87,376 participants?") == 0.0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from rag.answering.explain import asked_things
+from rag.query import wording
 
 SUB_TASKS = ("It contains three fundamental sub-tasks: interactive segmentation, panoptic segmentation, and video "
              "instance segmentation")
@@ -50,10 +51,10 @@ def test_a_follow_up_asking_what_kinds_quotes_the_sentence_listing_them(corpus_e
     assert answer.outcome == "answered" and answer.citations[0].title == "Certifying Counterfactual Bias in LLMs"
     assert PREFIXES in answer.answer
     # Only what asks for things by kind or number adds a sentence: these ask what the passage already says.
-    assert asked_things("What kinds of prefixes are applied to the prompts?") == (["prefix"], "")
+    assert asked_things(wording.read("What kinds of prefixes are applied to the prompts?")) == (["prefix"], "")
     for question in ("What does LLMCert-B certify?", "What guarantees does uniINF achieve?",
                      "What is the main idea of StartGrad?", "Which papers use diffusion models?"):
-        assert asked_things(question) == ([], ""), question
+        assert asked_things(wording.read(question)) == ([], ""), question
 
 
 # The asked figure, cause or remedy of a description-style question (issue 29: facts stated), from describe_dev and
