@@ -56,6 +56,25 @@ FOLDS, SEEDS = 5, 3
 SHIPPED_DEV_WEIGHT = 10.0
 
 
+def restored(retrieval):
+    """A Retrieval pickled before it carried `wording` (rag.query.wording) with its question read as the engine
+    reads it (the searched words, a Chinese question's text and English question words); others as they are."""
+    if retrieval is not None and "wording" not in vars(retrieval):
+        from rag.query import wording, zh
+
+        retrieval.wording = wording.read(retrieval.question, retrieval.asked,
+                                         zh.asked_words(retrieval.asked) if retrieval.asked else "")
+    return retrieval
+
+
+def load_rows(path: Path) -> list[dict]:
+    """`record`'s pickle, each Retrieval `restored`."""
+    rows = pickle.loads(path.read_bytes())
+    for r in rows:
+        restored(r["retrieval"])
+    return rows
+
+
 def refused(sets: list[str]) -> bool:
     return any(held_out(s) for s in sets)
 
@@ -374,7 +393,7 @@ def generated(path: Path) -> list[tuple]:
               .splitlines() if x.strip()]
     excluded, test_terms = train_abstain.held_out_of_generation()
     items, _ = train_abstain.generate(papers, excluded, test_terms, random.Random(train_abstain.SEED))
-    cache = pickle.loads(path.read_bytes())
+    cache = {q: restored(r) for q, r in pickle.loads(path.read_bytes()).items()}
     missing = sum(q not in cache for q, _, _ in items)
     if missing:  # the manifest's sets changed since the cache was written: they decide which papers are left out
         print(f"  {missing} of {len(items)} generated questions are not in {path} (rerun train_abstain.py --cache "
@@ -416,7 +435,7 @@ def main() -> int:
         args.out.write_bytes(pickle.dumps(rows))
         print(f"{len(rows)} rows -> {args.out}")
         return 0
-    rows = pickle.loads(args.dev.read_bytes())
+    rows = load_rows(args.dev)
     if refused(list({r["set"] for r in rows})):
         parser.error("held-out sets are never tuned on (eval/README.md)")
     gen = generated(args.generated)

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "eval"))
 
 from rag.answering import abstain, reader  # noqa: E402
-from gate_cv import SHIPPED_DEV_WEIGHT, fit, generated, named_features, predict, refused  # noqa: E402
+from gate_cv import SHIPPED_DEV_WEIGHT, fit, generated, load_rows, named_features, predict, refused  # noqa: E402
 from tune_outcomes import GRID, QUESTIONS, cost, is_near  # noqa: E402
 
 INNER = 4  # inner folds (by set) for the cut points of a refit candidate
@@ -204,7 +204,8 @@ def main() -> int:
     parser.add_argument("--dev", type=Path, required=True, help="eval/gate_cv.py record's pickle")
     parser.add_argument("--generated", type=Path, required=True, help="train_abstain.py --cache pickle")
     parser.add_argument("--features", type=Path, required=True, help="reader features, read and updated")
-    parser.add_argument("--only", nargs="*", default=None, help="candidate names (prefixes)")
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="candidate names (prefixes; a trailing $ matches the whole name)")
     parser.add_argument("--before", type=Path, default=ROOT / "rag" / "answering" / abstain.GATE_FILE,
                         help="the 'shipped (fixed weights)' gate: the one being replaced (e.g. `git show "
                              "REV:rag/answering/abstain_gate.json`)")
@@ -214,7 +215,7 @@ def main() -> int:
                         help="fit this candidate on everything and write rag/answering/abstain_gate.json (its "
                              "features must be abstain.FEATURES)")
     args = parser.parse_args()
-    rows = pickle.loads(args.dev.read_bytes())
+    rows = load_rows(args.dev)
     sets = list(dict.fromkeys(r["set"] for r in rows))
     if refused(sets):
         parser.error("held-out sets are never tuned on (eval/questions/manifest.toml)")
@@ -281,7 +282,7 @@ def main() -> int:
         write_gate(names, rows, dx, gen_x, gy, dec_split, shipped)
         return 0
     for name, names, gate in candidates:
-        if args.only and not any(name.startswith(o) for o in args.only):
+        if args.only and not any(name == o[:-1] if o.endswith("$") else name.startswith(o) for o in args.only):
             continue
         t = time.perf_counter()
         chosen = dec_split if "described" in name else dec_cov if "not covered by" in name else dec

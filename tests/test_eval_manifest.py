@@ -41,8 +41,8 @@ def test_make_eval_and_eval_llm_run_the_manifest_sets_in_its_order():
 def test_the_tuning_scripts_refuse_exactly_the_heldout_and_refused_sets():
     refused = [s.name for s in manifest.load() if tune_outcomes.held_out(s.name)]
     assert refused == [s.name for s in manifest.load() if s.role == "heldout" or s.refused]
-    assert sorted(refused) == ["chains_v6", "chains_v7", "corpus_heldout", "corpus_heldout_v2", "corpus_none_v4",
-                              "judge_v6", "judge_v7", "topics_v6", "types_heldout", "zh_heldout"]
+    assert sorted(refused) == ["chains_v7", "corpus_heldout", "corpus_heldout_v2", "corpus_none_v4", "judge_v6",
+                              "judge_v7", "topics_v6", "types_heldout", "zh_heldout"]
     assert tune_outcomes.held_out("describe_final19")  # a set not entered yet is unread: refused
     assert not any(tune_outcomes.held_out(name) for name in tune_outcomes.DEV_SETS)
     assert tune_outcomes.DEV_SETS[:4] == ["describe_dev", "corpus_dev", "zh_dev", "types_dev"]
@@ -74,7 +74,7 @@ def test_a_malformed_entry_is_one_error_naming_the_fix(tmp_path):
 def test_the_command_line_prints_paths_and_the_table():
     run = subprocess.run(["python3", "eval/manifest.py", "--paths", "--role", "heldout"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
-    heldout = ("corpus_none_v4", "judge_v6", "chains_v6", "topics_v6", "judge_v7", "chains_v7")
+    heldout = ("corpus_none_v4", "judge_v6", "topics_v6", "judge_v7", "chains_v7")
     assert run.returncode == 0 and run.stdout.split() == [f"eval/questions/{n}.jsonl" for n in heldout]
     table = subprocess.run(["python3", "eval/manifest.py", "--table"], cwd=ROOT, capture_output=True, text=True,
                            timeout=60, check=True).stdout
