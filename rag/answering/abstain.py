@@ -1,9 +1,14 @@
 """Abstention as a learned decision: a logistic regression over retrieval features says how likely it is that
 the retrieved papers do NOT answer the question.
 
-It owns the feature list (`features`, computed from a `rag.search.retrieve.Retrieval` alone) and reads the fitted
-weights from abstain_gate.json beside it, whose feature names must match (`load_gate`), so that they change
-together. The file is written by `python eval/train_abstain.py` (`make model`, scikit-learn),
+Two models share the feature list (`features`, computed from a `rag.search.retrieve.Retrieval` alone): the reader's
+gate (FEATURES: the retrieval features and three of the reader's, rag/answering/reader.py) judges whether a
+described English question is answered; the coverage model ("coverage" in the file: RETRIEVAL_FEATURES, the gate as
+it was before the reader) says whether any paper is about the question ("not covered"), and judges questions that
+name their paper or are typed in Chinese (`reads`, `judgement`). Both sets of weights are read from
+abstain_gate.json beside this module, whose feature names must match (`load_gate`), so that they change together.
+The reader's gate is refit by `make reader` (eval/reader_lso.py --write, scikit-learn); the coverage model's weights
+were written by `python eval/train_abstain.py` (the former `make model`, scikit-learn),
 which fits them on questions GENERATED from the papers (answerable ones from titles and abstract sentences;
 unanswerable ones about topics whose key terms occur in no abstract, and about specific figures an abstract does
 not give) and, since issue 29, on the DEV question sets (eval/tune_outcomes.py's DEV_SETS, researchers' wording
