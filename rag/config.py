@@ -7,6 +7,7 @@ the project reads the environment for configuration.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -207,6 +208,19 @@ class AnswerPolicy(BaseModel):
         """A short hash of these values and `extra` (the abstention thresholds): which policy answered."""
         payload = json.dumps([self.model_dump(), *extra], sort_keys=True, default=str)
         return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+@functools.lru_cache(maxsize=1)
+def _decision_files_digest() -> str:
+    """sha256 of the files shipped beside the code that decide answers with the policy: rag/answering/
+    abstain_gate.json (the gate, its reader's weights and cut points) and rag/generation/templates/* (the prompts).
+    Read by path: this floor module imports nothing above it."""
+    root = Path(__file__).resolve().parent
+    files = [root / "answering" / "abstain_gate.json", *sorted((root / "generation" / "templates").glob("*"))]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 #: The answer policy's defaults (what `Settings.policy` is unless a test or a tuning run builds another).
@@ -461,8 +475,9 @@ class Settings(BaseModel):
 
     @property
     def policy_hash(self) -> str:
-        """Which answer policy (with the abstention thresholds) this is: `Answer.policy`."""
-        return self.policy.digest(self.abstain_threshold, self.abstain_model_threshold)
+        """Which answer policy this is (`Answer.policy`): its tuned numbers, the abstention thresholds, and the
+        files that decide with them (the gate's weights and cut points, the prompt templates)."""
+        return self.policy.digest(self.abstain_threshold, self.abstain_model_threshold, _decision_files_digest())
 
     @property
     def llm_enabled(self) -> bool:

@@ -46,3 +46,22 @@ def test_a_named_or_chinese_question_is_judged_by_the_gate_before_the_reader(cor
         assert not abstain.reads(retrieval)
         assert abstain.judgement(retrieval)[:2] == abstain.coverage(retrieval)
         assert corpus_engine.ask(question).outcome == "answered"
+
+
+def test_the_answers_policy_hash_covers_the_gate_file_and_the_prompt_templates(tmp_path, monkeypatch):
+    """`Answer.policy` names what decided the answer: the tuned numbers and thresholds, and the gate's file (the
+    reader's weights and cut points) and the prompts, so a refit gate gives another hash."""
+    import hashlib
+
+    from rag import config
+
+    root = config.Path(config.__file__).resolve().parent
+    files = [root / "answering" / "abstain_gate.json", *sorted((root / "generation" / "templates").glob("*"))]
+    expected = hashlib.sha256()
+    for path in files:
+        expected.update(path.name.encode() + b"\0" + path.read_bytes())
+    assert config._decision_files_digest() == expected.hexdigest() and len(files) >= 2
+    settings = config.Settings(data_dir=tmp_path)
+    before = settings.policy_hash
+    monkeypatch.setattr(config, "_decision_files_digest", lambda: "a refit gate")
+    assert settings.policy_hash != before
