@@ -581,6 +581,16 @@ def test_the_markdown_export_renders_as_text_in_a_markdown_viewer(page, browser,
         viewer.close()
 
 
+def _page_saying(browser, engine, text: str):
+    """The served page, once its indexing line says `text`."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"http://127.0.0.1:{engine.settings.port}/")
+    page.wait_for_function("document.querySelector('#indexing') && "
+                           f"document.querySelector('#indexing').innerText.includes({json.dumps(text)})",
+                           timeout=30_000)
+    return page
+
+
 def test_the_page_shows_indexing_progress_and_adds_uploaded_papers(browser, tmp_path):
     """While the collection is indexed in the background the page says how far it is and answers say what they
     searched; "Add papers" ingests an uploaded file like `rag ingest`, reporting its bad records by file:line."""
@@ -602,11 +612,7 @@ def test_the_page_shows_indexing_progress_and_adds_uploaded_papers(browser, tmp_
     engine.index.upsert = held
     demo = launch(engine, block=False, background=[DATA / "papers_small.jsonl"])
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"http://127.0.0.1:{engine.settings.port}/")
-        page.wait_for_function("document.querySelector('#indexing') && "
-                               "document.querySelector('#indexing').innerText.includes('Indexing the collection')",
-                               timeout=30_000)
+        page = _page_saying(browser, engine, "Indexing the collection")
         assert "38 of 46 papers indexed" in page.inner_text("#indexing")
         ask(page, "protein structure generation with a diffusion model")
         assert "Searched the 38 papers indexed so far" in last_answer(page)
@@ -654,11 +660,7 @@ def test_the_page_is_served_while_seeds_are_added_and_says_they_are_being_indexe
     monkeypatch.setattr(PaperIndex, "upsert", held)
     demo = launch(engine, block=False, background=[DATA / "papers_small.jsonl"], first=[SEEDS])
     try:
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.goto(f"http://127.0.0.1:{engine.settings.port}/")
-        page.wait_for_function("document.querySelector('#indexing') && "
-                               "document.querySelector('#indexing').innerText.includes('0 of 38 papers indexed')",
-                               timeout=30_000)
+        page = _page_saying(browser, engine, "0 of 38 papers indexed")
         assert engine.index.count() == 0
         gate.set()
         page.wait_for_function("document.querySelector('#indexing').innerText.includes('46 papers indexed.')",
